@@ -1,0 +1,336 @@
+"""The worker side: register hook and tool handlers, then serve NDJSON frames on stdin/stdout."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from .__about__ import PROTOCOL_VERSION
+from .config import ConfigCache, WorkerConfig, discover_config_path
+from .context import Paths, RequestContext, parse_context, paths_from_env
+from .errors import ProtocolError, WorkerError
+from .framing import (
+    MAX_FRAME_BYTES,
+    decode_frame,
+    encode_frame,
+    is_unsigned_id,
+    peek_id,
+    read_line,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+    from typing import BinaryIO, TypeVar
+
+    HookHandler = Callable[[dict[str, Any], "Request"], dict[str, Any]]
+    ToolHandler = Callable[[dict[str, Any], "Request"], "str | dict[str, Any]"]
+    F = TypeVar("F", bound=Callable[..., Any])
+
+TOOL_EVENT = "tool"
+
+
+class Request:
+    """One validated request as a handler sees it: event, data and its context."""
+
+    __slots__ = ("id", "event", "data", "frame", "_context", "_worker", "_paths")
+
+    def __init__(self, worker: Worker, frame: dict[str, Any], context: RequestContext) -> None:
+        self.id: int = frame["id"]
+        self.event: str = frame["event"]
+        self.data: dict[str, Any] = frame["data"]
+        self.frame = frame
+        self._context = context
+        self._worker = worker
+        self._paths: Paths | None = None
+
+    @property
+    def workspace(self) -> str | None:
+        """The top-level ``workspace`` path the host sent, if any."""
+        return self._context.workspace
+
+    @property
+    def paths(self) -> Paths:
+        """Explicit request ``paths``, else ``I_*_DIR``, else the platformdirs defaults."""
+        if self._paths is None:
+            self._paths = self._context.explicit_paths or self._worker.env_paths()
+        return self._paths
+
+    def config(self) -> WorkerConfig:
+        """This module's config: ``--config FILE`` if given, else ``config_dir/<module>.json``."""
+        return self._worker.load_config(self.paths.config_dir)
+
+    def workspace_id(self) -> str:
+        """The explicit ``workspace_id``, else the registry's id for ``workspace``."""
+        if self._context.workspace_id is not None:
+            return self._context.workspace_id
+        if self._context.workspace is None:
+            raise WorkerError("request has neither workspace_id nor workspace; cannot locate workspace state")
+        from .workspace import workspace_id_for
+
+        return workspace_id_for(self._context.workspace, self.paths.data_dir)
+
+    def state_dir(self) -> Path:
+        """``data_dir/workspaces/<id>/``: this workspace's persistent state folder."""
+        from .workspace import workspace_state_dir
+
+        return workspace_state_dir(self.workspace_id(), self.paths.data_dir)
+
+
+class Worker:
+    """A worker program: hook handlers per event, tool handlers per tool name, and a serve loop."""
+
+    def __init__(self, module: str, version: str, *, dist_name: str | None = None) -> None:
+        self.module = module
+        self.version = version
+        self.dist_name = dist_name or f"i-{module}"
+        self._hooks: dict[str, HookHandler] = {}
+        self._tools: dict[str, ToolHandler] = {}
+        self._commands: dict[str, Callable[[list[str]], int]] = {}
+        self._config_override: str | None = None
+        self._config_cache = ConfigCache()
+        self._env_paths: Paths | None = None
+
+    # -- registration -------------------------------------------------------------------
+
+    def hook(self, *events: str) -> Callable[[F], F]:
+        """Register the decorated function as the handler of each of ``events``."""
+
+        def register(func: F) -> F:
+            for event in events:
+                if event == TOOL_EVENT:
+                    raise ValueError("use Worker.tool() to handle tool calls")
+                if event in self._hooks:
+                    raise ValueError(f"event {event!r} already has a handler")
+                self._hooks[event] = func
+            return func
+
+        return register
+
+    def tool(self, name: str) -> Callable[[F], F]:
+        """Register the decorated function as the handler of tool ``name``."""
+
+        def register(func: F) -> F:
+            if name in self._tools:
+                raise ValueError(f"tool {name!r} already has a handler")
+            self._tools[name] = func
+            return func
+
+        return register
+
+    def command(self, name: str) -> Callable[[F], F]:
+        """Register a CLI subcommand (``i-cache report ...``): ``func(argv) -> exit code``."""
+
+        def register(func: F) -> F:
+            if name.startswith("-") or name in self._commands:
+                raise ValueError(f"invalid or duplicate command {name!r}")
+            self._commands[name] = func
+            return func
+
+        return register
+
+    @property
+    def events(self) -> list[str]:
+        """Events this worker handles (``tool`` included when it has tools)."""
+        return sorted(self._hooks) + ([TOOL_EVENT] if self._tools else [])
+
+    @property
+    def tools(self) -> list[str]:
+        """Names of the tools this worker provides."""
+        return sorted(self._tools)
+
+    # -- context ------------------------------------------------------------------------
+
+    def env_paths(self) -> Paths:
+        """Directories from the environment, resolved once per process."""
+        if self._env_paths is None:
+            self._env_paths = paths_from_env()
+        return self._env_paths
+
+    def load_config(self, config_dir: str) -> WorkerConfig:
+        """Load this module's config for ``config_dir`` (cached until the file changes)."""
+        path, explicit = discover_config_path(self.module, config_dir, self._config_override)
+        return self._config_cache.load(path, required=explicit)
+
+    # -- dispatch -----------------------------------------------------------------------
+
+    def handle(self, frame: dict[str, Any]) -> dict[str, Any]:
+        """Answer one parsed request frame with a response frame (never raises)."""
+        raw_id = frame.get("id")
+        if not is_unsigned_id(raw_id):
+            raise _NoId(f"request has no valid id (must be an unsigned integer), got {raw_id!r}")
+        request_id: int = raw_id  # type: ignore[assignment]
+        try:
+            data = self._dispatch(frame)
+        except ProtocolError as exc:
+            return {"id": request_id, "error": str(exc) or type(exc).__name__}
+        except Exception as exc:  # a handler bug must not kill the loop
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            return {"id": request_id, "error": f"{self.dist_name}: internal error: {type(exc).__name__}: {exc}"}
+        return {"id": request_id, "data": data}
+
+    def _dispatch(self, frame: dict[str, Any]) -> dict[str, Any]:
+        event = frame.get("event")
+        if not isinstance(event, str) or not event:
+            raise WorkerError("request event must be a non-empty string")
+        data = frame.get("data", {})
+        if not isinstance(data, dict):
+            raise WorkerError(f"request data must be an object, got {type(data).__name__}")
+        frame["data"] = data
+        context = parse_context(frame)
+        if event == TOOL_EVENT:
+            return self._call_tool(Request(self, frame, context))
+        handler = self._hooks.get(event) or self._hooks.get("*")
+        if handler is None:
+            return data  # an event this worker does not handle goes back unchanged
+        result = handler(data, Request(self, frame, context))
+        if not isinstance(result, dict):
+            raise WorkerError(f"handler for event {event!r} returned {type(result).__name__}, expected an object")
+        return result
+
+    def _call_tool(self, request: Request) -> dict[str, Any]:
+        name = request.data.get("name")
+        if not isinstance(name, str):
+            raise WorkerError("tool request data.name must be a string")
+        handler = self._tools.get(name)
+        if handler is None:
+            known = ", ".join(self.tools) or "none"
+            raise WorkerError(f"unknown tool {name!r}; {self.dist_name} provides: {known}")
+        arguments = request.data.get("arguments", {})
+        if not isinstance(arguments, dict):
+            raise WorkerError(f"tool {name!r}: arguments must be an object, got {type(arguments).__name__}")
+        result = handler(arguments, request)
+        if isinstance(result, str):
+            return {"output": result}
+        if not isinstance(result, dict) or not isinstance(result.get("output"), str):
+            raise WorkerError(f"tool {name!r} returned no string 'output'")
+        return result
+
+    def handle_line(self, line: bytes) -> bytes:
+        """Answer one raw request line with one response frame."""
+        try:
+            frame = decode_frame(line)
+        except ProtocolError as exc:
+            request_id = peek_id(line)
+            if request_id is None:
+                raise _NoId(f"unreadable request: {exc}") from None
+            return self._error_bytes(request_id, str(exc))
+        response = self.handle(frame)
+        try:
+            return encode_frame(response)
+        except ProtocolError as exc:
+            return self._error_bytes(response["id"], f"{self.dist_name}: response rejected: {exc}")
+
+    @staticmethod
+    def _error_bytes(request_id: int, message: str) -> bytes:
+        return encode_frame({"id": request_id, "error": message})
+
+    # -- serving ------------------------------------------------------------------------
+
+    def serve(self, reader: BinaryIO, writer: BinaryIO) -> int:
+        """Serve frames until EOF; returns the process exit code.
+
+        Every response is flushed at once. A frame whose id cannot be read is answered with a
+        message on stderr and a non-zero exit, because no response could be matched to it.
+        """
+        while True:
+            line, oversized = read_line(reader)
+            if not line:
+                return 0
+            if oversized:
+                request_id = peek_id(line)
+                message = f"request frame exceeds the {MAX_FRAME_BYTES}-byte limit"
+                if request_id is None:
+                    return _fatal(f"{message} and its id cannot be read")
+                self._write(writer, self._error_bytes(request_id, message))
+                continue
+            truncated = not line.endswith(b"\n")
+            try:
+                response = self.handle_line(line)
+            except _NoId as exc:
+                return _fatal(str(exc))
+            if truncated:
+                request_id = peek_id(line)
+                message = "request frame has no terminating newline (input ended mid-frame)"
+                if request_id is not None:
+                    self._write(writer, self._error_bytes(request_id, message))
+                return _fatal(message)
+            if not self._write(writer, response):
+                return 0
+
+    @staticmethod
+    def _write(writer: BinaryIO, frame: bytes) -> bool:
+        try:
+            writer.write(frame)
+            writer.flush()
+        except BrokenPipeError:
+            return False
+        return True
+
+    def version_line(self) -> str:
+        """What ``--version`` prints: distribution, version, protocol version."""
+        return f"{self.dist_name} {self.version} (i-protocol {PROTOCOL_VERSION})"
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """Console entry: ``--version``, ``--config FILE``, ``--help``; then serve stdin/stdout."""
+        args = list(sys.argv[1:] if argv is None else argv)
+        if args and args[0] in self._commands:
+            return self._commands[args[0]](args[1:])
+        while args:
+            arg = args.pop(0)
+            if arg == "--version":
+                print(self.version_line())
+                return 0
+            if arg in ("-h", "--help"):
+                print(self._usage())
+                return 0
+            if arg == "--config" and args:
+                self._config_override = args.pop(0)
+            elif arg.startswith("--config="):
+                self._config_override = arg.split("=", 1)[1]
+            else:
+                print(f"{self.dist_name}: unknown argument {arg!r}\n{self._usage()}", file=sys.stderr)
+                return 2
+        if self._config_override is not None and not os.path.isfile(self._config_override):
+            print(f"{self.dist_name}: --config {self._config_override}: file does not exist", file=sys.stderr)
+            return 2
+        reader, writer = protect_stdio()
+        try:
+            return self.serve(reader, writer)
+        except KeyboardInterrupt:
+            return 130
+
+    def _usage(self) -> str:
+        return (
+            f"usage: {self.dist_name} [--config FILE] [--version]"
+            + "".join(f"\n       {self.dist_name} {name} ..." for name in sorted(self._commands))
+            + "\n"
+            f"Serves the i worker protocol {PROTOCOL_VERSION} (NDJSON) on stdin/stdout.\n"
+            f"events: {', '.join(self.events) or 'none'}; tools: {', '.join(self.tools) or 'none'}"
+        )
+
+
+class _NoId(ProtocolError):
+    """A request whose id cannot be read: no response can be matched to it."""
+
+
+def _fatal(message: str) -> int:
+    print(f"i-protocol: {message}; stopping", file=sys.stderr, flush=True)
+    return 2
+
+
+def protect_stdio() -> tuple[BinaryIO, BinaryIO]:
+    """Reserve the real stdout for frames and point fd 1 and ``sys.stdout`` at stderr.
+
+    After this, a stray ``print`` or a C library writing to fd 1 lands on stderr and can
+    never corrupt the frame stream.
+    """
+    sys.stdout.flush()
+    frame_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    writer = os.fdopen(frame_fd, "wb", buffering=1 << 16)
+    return sys.stdin.buffer, writer

@@ -1,0 +1,113 @@
+"""Workspace identity: one UUID per canonical workspace path, kept in ``data_dir/workspaces.json``.
+
+The core and every worker that keeps per-workspace state use this module, so they agree on
+the id. The registry is guarded by a file lock, replaced atomically, bounded to 10000 entries
+and a 2 MB read, and never rewritten when the binding already exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .atomic import atomic_write_bytes
+from .errors import WorkspaceError
+
+REGISTRY_NAME = "workspaces.json"
+MAX_ENTRIES = 10_000
+MAX_REGISTRY_BYTES = 2 * 1024 * 1024
+LOCK_TIMEOUT_S = 10.0
+
+
+def canonical_workspace(path: str | os.PathLike[str]) -> str:
+    """The canonical form of a workspace path: absolute, symlinks resolved, must exist."""
+    resolved = Path(path).expanduser()
+    try:
+        resolved = resolved.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise WorkspaceError(f"workspace {str(path)!r} cannot be resolved: {exc}") from None
+    if not resolved.is_dir():
+        raise WorkspaceError(f"workspace {str(path)!r} is not a directory")
+    return str(resolved)
+
+
+def workspace_digest(canonical: str) -> str:
+    """The registry key of a canonical workspace path (SHA-256 of its UTF-8 bytes)."""
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _read_registry(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_REGISTRY_BYTES + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise WorkspaceError(f"{path}: cannot read the workspace registry: {exc}") from None
+    if len(raw) > MAX_REGISTRY_BYTES:
+        raise WorkspaceError(f"{path}: workspace registry is larger than {MAX_REGISTRY_BYTES} bytes")
+    if not raw.strip():
+        return {}
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise WorkspaceError(f"{path}: workspace registry is not valid JSON ({exc}); fix or move it aside") from None
+    if not isinstance(data, dict) or not isinstance(data.get("workspaces", {}), dict):
+        raise WorkspaceError(f"{path}: workspace registry must be an object with a 'workspaces' object")
+    return data
+
+
+def _lookup(data: dict[str, Any], digest: str) -> str | None:
+    entry = data.get("workspaces", {}).get(digest)
+    if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+        try:
+            return str(uuid.UUID(entry["id"]))
+        except ValueError:
+            return None
+    return None
+
+
+def workspace_id_for(workspace: str | os.PathLike[str], data_dir: str | os.PathLike[str]) -> str:
+    """The UUID bound to ``workspace``, assigning and recording one the first time."""
+    canonical = canonical_workspace(workspace)
+    digest = workspace_digest(canonical)
+    registry = Path(data_dir) / REGISTRY_NAME
+    # Fast path without the lock: an existing binding is never rewritten, so a read is enough.
+    found = _lookup(_read_registry(registry), digest)
+    if found is not None:
+        return found
+    from filelock import FileLock, Timeout
+
+    registry.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(registry) + ".lock", timeout=LOCK_TIMEOUT_S):
+            data = _read_registry(registry)
+            found = _lookup(data, digest)
+            if found is not None:
+                return found
+            entries = data.setdefault("workspaces", {})
+            if len(entries) >= MAX_ENTRIES:
+                raise WorkspaceError(
+                    f"{registry}: the workspace registry already holds {MAX_ENTRIES} entries; "
+                    "remove stale ones or pass an explicit workspace_id"
+                )
+            new_id = str(uuid.uuid4())
+            entries[digest] = {"id": new_id, "path": canonical}
+            data.setdefault("version", 1)
+            body = orjson.dumps(data, option=orjson.OPT_INDENT_2)
+            if len(body) > MAX_REGISTRY_BYTES:
+                raise WorkspaceError(f"{registry}: registry would exceed {MAX_REGISTRY_BYTES} bytes")
+            atomic_write_bytes(registry, body)
+            return new_id
+    except Timeout:
+        raise WorkspaceError(f"{registry}: timed out after {LOCK_TIMEOUT_S}s waiting for its lock") from None
+
+
+def workspace_state_dir(workspace_id: str, data_dir: str | os.PathLike[str]) -> Path:
+    """``data_dir/workspaces/<id>/``: where per-workspace state of every module lives."""
+    return Path(data_dir) / "workspaces" / str(uuid.UUID(workspace_id))
