@@ -15,7 +15,7 @@ MAX_CONFIG_BYTES = 1024 * 1024
 class WorkerConfig:
     """A loaded module configuration: its JSON object and the file it came from."""
 
-    __slots__ = ("path", "data")
+    __slots__ = ("data", "path")
 
     def __init__(self, path: str | None, data: dict[str, Any]) -> None:
         self.path = path

@@ -142,7 +142,7 @@ def parse_workspace_id(value: object) -> str:
 class RequestContext:
     """The validated top-level context of one request."""
 
-    __slots__ = ("workspace", "workspace_id", "explicit_paths")
+    __slots__ = ("explicit_paths", "workspace", "workspace_id")
 
     def __init__(self, workspace: str | None, workspace_id: str | None, explicit_paths: Paths | None) -> None:
         self.workspace = workspace

@@ -34,7 +34,7 @@ TOOL_EVENT = "tool"
 class Request:
     """One validated request as a handler sees it: event, data and its context."""
 
-    __slots__ = ("id", "event", "data", "frame", "_context", "_worker", "_paths")
+    __slots__ = ("_context", "_paths", "_worker", "data", "event", "frame", "id")
 
     def __init__(self, worker: Worker, frame: dict[str, Any], context: RequestContext) -> None:
         self.id: int = frame["id"]

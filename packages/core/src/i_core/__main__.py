@@ -1,0 +1,24 @@
+"""Console entry of `i`. Bundled workers are dispatched before anything else is imported."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run `i` with ``argv`` (default: the process arguments)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:2] == ["--runtime", "worker"]:
+        if len(args) < 3:
+            print("usage: i --runtime worker NAME [--config FILE]", file=sys.stderr)
+            return 2
+        from .bundled import run
+
+        return run(args[2], args[3:])
+    from .cli import run_cli
+
+    return run_cli(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

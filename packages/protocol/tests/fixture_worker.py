@@ -1,0 +1,85 @@
+"""A worker used by the tests: real i_protocol serve loop plus misbehaviours selected by argv."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from i_protocol import Worker, WorkerError
+
+worker = Worker("fixture", "9.9.9", dist_name="i-fixture")
+
+
+@worker.hook("before_turn")
+def before_turn(data: dict, request) -> dict:
+    data["turns"] = data.get("turns", 0) + 1
+    return data
+
+
+@worker.hook("context")
+def context(data: dict, request) -> dict:
+    paths = request.paths
+    data["paths"] = paths.as_dict()
+    data["config"] = request.config().data
+    data["config_path"] = request.config().path
+    if request.workspace is not None:
+        data["workspace_id"] = request.workspace_id()
+    return data
+
+
+@worker.hook("fail")
+def fail(data: dict, request) -> dict:
+    raise WorkerError("this failure was expected")
+
+
+@worker.hook("crash")
+def crash(data: dict, request) -> dict:
+    raise ZeroDivisionError("boom")
+
+
+@worker.hook("not_object")
+def not_object(data: dict, request):
+    return [1, 2, 3]
+
+
+@worker.hook("print")
+def noisy(data: dict, request) -> dict:
+    print("a stray print that must not reach stdout")
+    os.write(1, b"raw write to fd 1\n")
+    return data
+
+
+@worker.hook("sleep")
+def sleep(data: dict, request) -> dict:
+    time.sleep(float(data.get("seconds", 60)))
+    return data
+
+
+@worker.hook("exit")
+def hard_exit(data: dict, request) -> dict:
+    os._exit(3)
+
+
+@worker.hook("big")
+def big(data: dict, request) -> dict:
+    return {"blob": "x" * int(data["size"])}
+
+
+@worker.hook("surrogate")
+def surrogate(data: dict, request) -> dict:
+    return {"text": "bad \udcff"}
+
+
+@worker.tool("echo")
+def echo(arguments: dict, request) -> str:
+    return str(arguments.get("text", ""))
+
+
+@worker.tool("image")
+def image(arguments: dict, request) -> dict:
+    return {"output": "see image", "images": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}
+
+
+if __name__ == "__main__":
+    sys.exit(worker.main())
