@@ -93,7 +93,11 @@ class WorkerProcess:
         self._out_fd = process.stdout.fileno()
         os.set_blocking(self._in_fd, False)
         os.set_blocking(self._out_fd, False)
-        self._selector = selectors.DefaultSelector()
+        # Registered once: a call then costs write + epoll_wait + read, no per-call epoll_ctl.
+        self._readable = selectors.DefaultSelector()
+        self._readable.register(self._out_fd, selectors.EVENT_READ)
+        self._writable = selectors.DefaultSelector()
+        self._writable.register(self._in_fd, selectors.EVENT_WRITE)
         self._buffer = bytearray()
         self._next_id = 1
         self._lock = threading.Lock()
@@ -189,14 +193,7 @@ class WorkerProcess:
                 raise CallError(f"worker {self.name} closed its input ({self._exit_note(exc)})") from None
             view = view[written:]
             if view:
-                self._wait(self._in_fd, selectors.EVENT_WRITE, self._remaining(deadline, "accept the request"))
-
-    def _wait(self, fd: int, events: int, timeout: float) -> None:
-        self._selector.register(fd, events)
-        try:
-            self._selector.select(timeout)
-        finally:
-            self._selector.unregister(fd)
+                self._writable.select(self._remaining(deadline, "accept the request"))
 
     def _read_line(self, deadline: float) -> bytes:
         buffer = self._buffer
@@ -212,10 +209,12 @@ class WorkerProcess:
                     f"worker {self.name} sent a response frame over the {MAX_FRAME_BYTES}-byte limit"
                 )
             scan_from = len(buffer)
+            # Wait first: right after a write the answer is almost never there yet.
+            if not self._readable.select(self._remaining(deadline, "answer")):
+                continue
             try:
                 chunk = os.read(self._out_fd, _READ_CHUNK)
             except BlockingIOError:
-                self._wait(self._out_fd, selectors.EVENT_READ, self._remaining(deadline, "answer"))
                 continue
             if not chunk:
                 what = "mid-frame" if buffer else "before answering"
@@ -310,4 +309,5 @@ class WorkerProcess:
                 self.process.stderr.close()
         except OSError:
             pass
-        self._selector.close()
+        self._readable.close()
+        self._writable.close()
