@@ -101,7 +101,7 @@ def _runtime_parser() -> argparse.ArgumentParser:
     hook.add_argument("-C", default=".", metavar="PROJECT", help="the project folder (default: .)")
     hook.add_argument("--manifest", metavar="FILE", help="a manifest file (default: config_dir/builtin.json)")
     hook.set_defaults(func=cmd_hook)
-    sub.add_parser("worker", help="run a worker bundled in the core: approval, prompts")
+    sub.add_parser("worker", help="run a worker bundled in the core: approval, prompts, skills")
     return parser
 
 

@@ -61,7 +61,10 @@ _SKILL_TOOLS = (
     _tool("skill_load", "Load the full text of a skill by name.",
           {"name": {"type": "string", "description": "The skill's name."}}, ["name"]),
     _tool("skill_read", "Read a file that a skill references, by a path relative to the skill's folder.",
-          {"name": {"type": "string"}, "path": {"type": "string"}}, ["name", "path"]),
+          {"name": {"type": "string", "description": "The skill's name."},
+           "path": {"type": "string",
+                    "description": "A file path relative to the skill's folder (no '..', not absolute)."}},
+          ["name", "path"]),
 )
 
 MODULES: dict[str, ModuleSpec] = {
@@ -69,7 +72,7 @@ MODULES: dict[str, ModuleSpec] = {
     for spec in (
         ModuleSpec("approval", events=("tool_approval",), bundled=True),
         ModuleSpec("prompts", events=("system_prompt",), bundled=True),
-        ModuleSpec("skills", events=("before_turn",), tools=_SKILL_TOOLS, bundled=True, available=False),
+        ModuleSpec("skills", events=("before_turn",), tools=_SKILL_TOOLS, bundled=True),
         ModuleSpec("memory", events=("before_turn",), tools=_MEMORY_TOOLS,
                    package="i-worker-memory", script="i-memory"),
         ModuleSpec("budget", events=("context_budget",), package="i-worker-budget", script="i-budget"),

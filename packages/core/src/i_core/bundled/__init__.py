@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-BUNDLED = ("approval", "prompts")
+BUNDLED = ("approval", "prompts", "skills")
 
 
 def run(name: str, argv: list[str]) -> int:
@@ -11,6 +11,8 @@ def run(name: str, argv: list[str]) -> int:
         from .approval import worker
     elif name == "prompts":
         from .prompts import worker
+    elif name == "skills":
+        from .skills import worker
     else:
         import sys
 
