@@ -1,0 +1,1 @@
+"""Prompt-cache preparation and statistics worker for the i agent runtime"""

@@ -1,0 +1,224 @@
+"""The stats file: cumulative counters, the last 200 records and 256 streams.
+
+Every update happens under a file lock and replaces the file atomically, so concurrent workers
+never lose a count. It stores digests, counts and model names only: no prompt text, no tool
+bodies, no credentials. A corrupt file is moved aside and reported, never silently reset.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from i_protocol import atomic_write_bytes
+
+from .errors import CacheError
+
+VERSION = 1
+MAX_RECORDS = 200
+MAX_STREAMS = 256
+MAX_STATS_BYTES = 16 * 1024 * 1024
+LOCK_TIMEOUT_S = 10.0
+COUNTERS = (
+    "prepared",
+    "preparations",
+    "retries",
+    "observed",
+    "known",
+    "unknown",
+    "duplicate_responses",
+    "unprepared_observed",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+)
+
+
+class CorruptStats(CacheError):
+    """The stats file cannot be read as a stats document."""
+
+
+def now() -> str:
+    """UTC timestamp used in the stats file."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def empty_counter() -> dict[str, Any]:
+    """A zeroed counter block (totals, one classification, one protocol)."""
+    block: dict[str, Any] = dict.fromkeys(COUNTERS, 0)
+    block["unknown_reasons"] = {}
+    return block
+
+
+def empty_stats() -> dict[str, Any]:
+    """A new stats document."""
+    stamp = now()
+    return {
+        "version": VERSION,
+        "created_at": stamp,
+        "updated_at": stamp,
+        "totals": empty_counter(),
+        "by_classification": {},
+        "by_protocol": {},
+        "streams": {},
+        "records": [],
+    }
+
+
+def parse_stats(raw: bytes) -> dict[str, Any]:
+    """Parse and check a stats document; raises ``ValueError`` describing the damage."""
+    if not raw.strip():
+        raise ValueError("the file is empty (truncated?)")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError("the document is not an object")
+    if data.get("version") != VERSION:
+        raise ValueError(f"unsupported version {data.get('version')!r}")
+    _check_counter(data.get("totals"), "totals")
+    for group in ("by_classification", "by_protocol"):
+        blocks = data.get(group)
+        if not isinstance(blocks, dict):
+            raise ValueError(f"'{group}' is not an object")
+        for name, block in blocks.items():
+            _check_counter(block, f"{group}.{name}")
+    if not isinstance(data.get("streams"), dict) or not all(isinstance(v, dict) for v in data["streams"].values()):
+        raise ValueError("'streams' is not an object of objects")
+    if not isinstance(data.get("records"), list) or not all(isinstance(r, dict) for r in data["records"]):
+        raise ValueError("'records' is not a list of objects")
+    return data
+
+
+def _check_counter(block: object, where: str) -> None:
+    if not isinstance(block, dict):
+        raise ValueError(f"'{where}' is not an object")
+    for key in COUNTERS:
+        value = block.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"'{where}.{key}' is not a non-negative integer")
+    reasons = block.get("unknown_reasons")
+    if not isinstance(reasons, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in reasons.values()
+    ):
+        raise ValueError(f"'{where}.unknown_reasons' is not an object of counts")
+
+
+def read_stats(path: Path) -> dict[str, Any] | None:
+    """The stats document at ``path`` (None when absent); ``CorruptStats`` when damaged. Read-only."""
+    try:
+        raw = _read_bounded(path)
+    except FileNotFoundError:
+        return None
+    try:
+        return parse_stats(raw)
+    except ValueError as exc:
+        raise CorruptStats(f"{path}: cache stats file is corrupt: {exc}") from None
+
+
+def _read_bounded(path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_STATS_BYTES + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise CacheError(f"{path}: cannot read cache stats: {exc.strerror or exc}") from None
+    if len(raw) > MAX_STATS_BYTES:
+        raise CorruptStats(f"{path}: cache stats file is larger than {MAX_STATS_BYTES} bytes")
+    return raw
+
+
+def set_aside(path: Path) -> Path:
+    """Move a damaged stats file to ``<name>.corrupt-<timestamp>`` and return the new path."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time() % 1:.6f}"[1:] + "Z"
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    counter = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
+        counter += 1
+    os.replace(path, target)
+    return target
+
+
+@contextmanager
+def locked_stats(path: Path) -> Iterator[dict[str, Any]]:
+    """Lock the stats file, yield its document for in-place changes, then replace it atomically.
+
+    A damaged file is moved aside and reported with ``CorruptStats``; nothing is written then,
+    so the next update starts a new file and the damaged one stays for inspection.
+    """
+    from filelock import FileLock, Timeout
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
+            try:
+                raw = _read_bounded(path)
+            except FileNotFoundError:
+                data = empty_stats()
+            else:
+                try:
+                    data = parse_stats(raw)
+                except ValueError as exc:
+                    aside = set_aside(path)
+                    raise CorruptStats(
+                        f"{path}: cache stats file is corrupt ({exc}); moved aside to {aside.name}; "
+                        "the next request starts a new stats file"
+                    ) from None
+            yield data
+            data["updated_at"] = now()
+            _trim(data)
+            atomic_write_bytes(path, orjson.dumps(data))
+    except Timeout:
+        raise CacheError(f"{path}: timed out after {LOCK_TIMEOUT_S}s waiting for the stats lock") from None
+
+
+def _trim(data: dict[str, Any]) -> None:
+    records = data["records"]
+    if len(records) > MAX_RECORDS:
+        del records[: len(records) - MAX_RECORDS]
+    streams = data["streams"]
+    if len(streams) > MAX_STREAMS:
+        # "seq" is the prepared-count when the stream was last used: a total order, unlike timestamps.
+        order = sorted(streams, key=lambda name: (streams[name].get("seq", 0), str(streams[name].get("updated_at"))))
+        for name in order[: len(streams) - MAX_STREAMS]:
+            del streams[name]
+
+
+def bump(data: dict[str, Any], classification: str | None, protocol: str | None, key: str, amount: int = 1) -> None:
+    """Add ``amount`` to counter ``key`` in the totals and in the classification/protocol blocks."""
+    for block in _blocks(data, classification, protocol):
+        block[key] += amount
+
+
+def bump_reason(data: dict[str, Any], classification: str | None, protocol: str | None, reason: str) -> None:
+    """Count one unknown usage with its reason code."""
+    for block in _blocks(data, classification, protocol):
+        reasons = block["unknown_reasons"]
+        reasons[reason] = reasons.get(reason, 0) + 1
+
+
+def _blocks(data: dict[str, Any], classification: str | None, protocol: str | None) -> list[dict[str, Any]]:
+    blocks = [data["totals"]]
+    if classification is not None:
+        blocks.append(data["by_classification"].setdefault(classification, empty_counter()))
+    if protocol is not None:
+        blocks.append(data["by_protocol"].setdefault(protocol, empty_counter()))
+    return blocks
+
+
+def find_record(data: dict[str, Any], request_id: str) -> dict[str, Any] | None:
+    """The kept record of ``request_id`` (newest first), if it is still among the last 200."""
+    records: list[dict[str, Any]] = data["records"]
+    for record in records[::-1]:
+        if record.get("request_id") == request_id:
+            return record
+    return None

@@ -1,0 +1,63 @@
+"""The cache worker: its handlers registered on one i_protocol.Worker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from i_protocol import Request, Worker
+
+from .__about__ import __version__
+from .cli import run_report
+from .fingerprint import PrefixTracker
+from .observe import record_response, record_retry
+from .prepare import prepare_request
+from .settings import CacheSettings, parse_settings
+
+worker = Worker("cache", __version__, dist_name="i-worker-cache")
+# The worker process's memory of each stream's previous prefix: what makes an append cheap.
+_tracker = PrefixTracker()
+
+
+def settings_for(request: Request) -> CacheSettings:
+    """The validated ``cache.json`` of this request's config directory (or ``--config``)."""
+    config = request.config()
+    return parse_settings(config.data, config.path or "cache.json")
+
+
+def _stats_path(request: Request, settings: CacheSettings) -> Path:
+    return request.state_dir() / settings.stats
+
+
+@worker.hook("before_request")
+def before_request(data: dict[str, Any], request: Request) -> dict[str, Any]:
+    """Add the mode's cache fields, classify the prefix and record the preparation."""
+    settings = settings_for(request)
+    if not settings.enabled:
+        return data
+    workspace_id = request.workspace_id()
+    return prepare_request(data, settings, workspace_id, _stats_path(request, settings), _tracker)
+
+
+@worker.hook("request_retry")
+def request_retry(data: dict[str, Any], request: Request) -> dict[str, Any]:
+    """Count the extra preparation of a retried request."""
+    settings = settings_for(request)
+    if not settings.enabled:
+        return data
+    return record_retry(data, _stats_path(request, settings))
+
+
+@worker.hook("after_response")
+def after_response(data: dict[str, Any], request: Request) -> dict[str, Any]:
+    """Record the response's usage per provider rules (unknown is never 0)."""
+    settings = settings_for(request)
+    if not settings.enabled:
+        return data
+    return record_response(data, _stats_path(request, settings))
+
+
+@worker.command("report")
+def report_command(argv: list[str]) -> int:
+    """``i-cache report -C PROJECT [--config FILE] [--json]``."""
+    return run_report(argv)

@@ -1,0 +1,64 @@
+"""``memory.json`` in config_dir: the validated module settings (not the per-workspace state file)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import MemoryStoreError
+
+# Hard ceilings: a config may raise the defaults only up to these.
+HARD_MAX_ENTRIES = 10_000
+HARD_MAX_KEY_CHARS = 1024
+HARD_MAX_VALUE_CHARS = 1_000_000
+HARD_MAX_TOTAL_BYTES = 4 * 1024 * 1024
+
+_BOUNDS = {
+    "max_entries": HARD_MAX_ENTRIES,
+    "max_key_chars": HARD_MAX_KEY_CHARS,
+    "max_value_chars": HARD_MAX_VALUE_CHARS,
+    "max_total_bytes": HARD_MAX_TOTAL_BYTES,
+}
+_FIELDS = ("enabled", "inject", *_BOUNDS)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what the memory file may hold; sizes are counted as stated in each name."""
+
+    max_entries: int = 256
+    max_key_chars: int = 128
+    max_value_chars: int = 8000
+    max_total_bytes: int = 64 * 1024
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """What the module config asks for; every field already checked."""
+
+    enabled: bool = True
+    inject: bool = True
+    limits: Limits = Limits()
+
+
+def parse_settings(data: dict[str, Any], source: str = "memory.json") -> MemorySettings:
+    """Validate a module config object; any bad field is a ``MemoryStoreError`` naming it."""
+    unknown = sorted(set(data) - set(_FIELDS))
+    if unknown:
+        raise MemoryStoreError(
+            f"{source}: unknown field(s) {', '.join(unknown)}; known fields: {', '.join(_FIELDS)}"
+        )
+    flags: dict[str, bool] = {}
+    for name in ("enabled", "inject"):
+        value = data.get(name, True)
+        if not isinstance(value, bool):
+            raise MemoryStoreError(f"{source}: '{name}' must be true or false, got {value!r}")
+        flags[name] = value
+    defaults = Limits()
+    bounds: dict[str, int] = {}
+    for name, ceiling in _BOUNDS.items():
+        value = data.get(name, getattr(defaults, name))
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ceiling:
+            raise MemoryStoreError(f"{source}: '{name}' must be an integer from 1 to {ceiling}, got {value!r}")
+        bounds[name] = value
+    return MemorySettings(enabled=flags["enabled"], inject=flags["inject"], limits=Limits(**bounds))
