@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-import multiprocessing
 import os
+import subprocess
+import sys
 import uuid
 
 import orjson
@@ -67,16 +68,14 @@ def test_registry_is_bounded_to_10000_entries(tmp_path):
         workspace_id_for(tmp_path, tmp_path / "d")
 
 
-def _register(args: tuple[str, str]) -> str:
-    return workspace_id_for(*args)
-
-
 def test_racing_processes_agree_on_one_id(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(8) as pool:
-        ids = pool.map(_register, [(str(project), str(tmp_path / "data"))] * 16)
+    code = "import sys; from i_protocol.workspace import workspace_id_for; print(workspace_id_for(sys.argv[1], sys.argv[2]))"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(project), str(tmp_path / "data")],
+                              stdout=subprocess.PIPE, text=True) for _ in range(12)]
+    ids = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
     assert len(set(ids)) == 1
     registry = orjson.loads((tmp_path / "data" / "workspaces.json").read_bytes())
     assert list(registry["workspaces"]) == [workspace_digest(os.path.realpath(project))]
