@@ -1,0 +1,191 @@
+"""One pass over a history: wire bytes, images and prefix fingerprints of each message."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from i_protocol import WorkerError
+
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+REPLAY_FIELDS = frozenset({"_anthropic_content", "_responses_output"})
+"""Top-level ``_`` fields the protocol adapters replay on the wire: they cost tokens and are fingerprinted."""
+
+IMAGE_TYPES = frozenset({"image_url", "image", "input_image"})
+"""Part/block ``type`` values that carry an image (chat-completions, Anthropic, Responses)."""
+
+FINGERPRINT_PREFIX = "sha256:"
+_SORTED = orjson.OPT_SORT_KEYS
+_ASCII = bytes(range(128))
+
+
+@dataclass(slots=True)
+class HistoryMeasure:
+    """Wire-byte figures of one history, split at ``boundary`` (the anchored prefix, else 0).
+
+    Bytes are those of ``orjson.dumps(wire views, OPT_SORT_KEYS)`` of each part (brackets and
+    commas included) minus the serialized image parts, which are priced by ``image_tokens``.
+    """
+
+    views: list[dict[str, Any]]
+    boundary: int
+    prefix_bytes: int
+    total_bytes: int
+    prefix_nonascii: int
+    total_nonascii: int
+    images: dict[int, tuple[int, int]]
+    prefix_fingerprint: str | None
+    fingerprint: str
+
+    def image_count(self, start: int = 0) -> int:
+        """Images in messages ``start`` and later."""
+        return sum(count for index, (count, _size) in self.images.items() if index >= start)
+
+    def image_bytes(self) -> int:
+        """Serialized bytes of every image part."""
+        return sum(size for _count, size in self.images.values())
+
+    def message_bytes(self, index: int, *, count_nonascii: bool = True) -> tuple[int, int]:
+        """Bytes and non-ASCII bytes of one message (image parts excluded)."""
+        raw = orjson.dumps(self.views[index], option=_SORTED)
+        return len(raw) - self.images.get(index, (0, 0))[1], _nonascii(raw) if count_nonascii else 0
+
+
+def wire_view(message: dict[str, Any]) -> dict[str, Any]:
+    """The message as it goes on the wire: private ``_`` fields dropped, replay fields kept."""
+    for key in message:
+        if key[:1] == "_" and key not in REPLAY_FIELDS:
+            return {k: v for k, v in message.items() if k[:1] != "_" or k in REPLAY_FIELDS}
+    return message
+
+
+def _dump(value: Any, where: str) -> bytes:
+    try:
+        return orjson.dumps(value, option=_SORTED)
+    except (orjson.JSONEncodeError, TypeError) as exc:
+        raise WorkerError(f"{where} cannot be measured as JSON: {exc}") from None
+
+
+def _nonascii(raw: bytes) -> int:
+    return 0 if raw.isascii() else len(raw.translate(None, _ASCII))
+
+
+def _images(view: dict[str, Any]) -> tuple[int, int]:
+    """Count image parts anywhere in the message and the serialized bytes they take."""
+    count = size = 0
+    stack: list[Any] = [view]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") in IMAGE_TYPES:
+                count += 1
+                size += len(orjson.dumps(node, option=_SORTED))
+                continue
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count, size
+
+
+def check_message(index: int, message: object) -> dict[str, Any]:
+    """Validate the shape the budget relies on: an object with a known role."""
+    if not isinstance(message, dict):
+        raise WorkerError(f"history[{index}] must be an object, got {type(message).__name__}")
+    role = message.get("role")
+    if role not in ROLES:
+        raise WorkerError(f"history[{index}].role {role!r} is unknown; expected one of: assistant, system, tool, user")
+    return message
+
+
+def _wire_views(history: list[Any]) -> list[dict[str, Any]]:
+    # Whole-list comprehensions and one key union instead of a Python loop per message: a
+    # history can hold millions of tokens in thousands of messages.
+    try:
+        if ROLES.issuperset([message.get("role") for message in history]):
+            keys: set[str] = set().union(*history)
+        else:
+            keys = set()
+            for index, message in enumerate(history):
+                check_message(index, message)
+    except (AttributeError, TypeError):
+        for index, message in enumerate(history):
+            check_message(index, message)
+        raise
+    private = {key for key in keys if key[:1] == "_" and key not in REPLAY_FIELDS}
+    if not private:
+        return history
+    return [m if private.isdisjoint(m) else {k: v for k, v in m.items() if k not in private} for m in history]
+
+
+def measure_history(history: object, prefix: int | None = None, *, count_nonascii: bool = True) -> HistoryMeasure:
+    """Measure a history in one pass; ``prefix`` asks for the fingerprint of ``history[:prefix]`` too.
+
+    The fingerprint of ``history[:k]`` is the SHA-256 of ``orjson.dumps(wire views of history[:k],
+    OPT_SORT_KEYS)`` without its closing ``]``, so the fingerprint of a longer history extends it.
+    """
+    if not isinstance(history, list):
+        raise WorkerError(f"history must be a list of messages, got {type(history).__name__}")
+    views = _wire_views(history)
+    boundary = prefix if prefix is not None and 0 < prefix <= len(views) else 0
+    head = _dump(views[:boundary], "history") if boundary else b"[]"
+    tail = _dump(views[boundary:], "history")
+    digest = hashlib.sha256()
+    prefix_fp: str | None = None
+    if boundary:
+        digest.update(memoryview(head)[:-1])
+        prefix_fp = FINGERPRINT_PREFIX + digest.hexdigest()
+        if len(tail) > 2:
+            digest.update(b",")
+            digest.update(memoryview(tail)[1:-1])
+    else:
+        digest.update(memoryview(tail)[:-1])
+    replay = not REPLAY_FIELDS.isdisjoint(set().union(*views)) if views else False
+    images: dict[int, tuple[int, int]] = {}
+    for index, view in enumerate(views):
+        if type(view.get("content")) is list or (replay and not REPLAY_FIELDS.isdisjoint(view)):
+            count, size = _images(view)
+            if count:
+                images[index] = (count, size)
+    head_images = sum(size for index, (_c, size) in images.items() if index < boundary)
+    tail_images = sum(size for index, (_c, size) in images.items() if index >= boundary)
+    head_bytes = len(head) - head_images if boundary else 0
+    head_nonascii = _nonascii(head) if boundary and count_nonascii else 0
+    # Joining "[a,b]" and "[c]" gives "[a,b,c]": one byte less, so the split never changes the total.
+    joined = len(tail) - 1 if boundary and len(tail) > 2 else (0 if boundary else len(tail))
+    return HistoryMeasure(
+        views=views,
+        boundary=boundary,
+        prefix_bytes=head_bytes,
+        total_bytes=head_bytes + joined - tail_images,
+        prefix_nonascii=head_nonascii,
+        total_nonascii=head_nonascii + (_nonascii(tail) if count_nonascii else 0),
+        images=images,
+        prefix_fingerprint=prefix_fp,
+        fingerprint=FINGERPRINT_PREFIX + digest.hexdigest(),
+    )
+
+
+def history_fingerprint(history: list[Any], upto: int | None = None) -> str:
+    """Fingerprint of ``history[:upto]`` (all of it by default), as anchors record it."""
+    count = len(history) if upto is None else upto
+    return measure_history(history[:count], count_nonascii=False).fingerprint
+
+
+def measure_tools(tools: object) -> tuple[int, int, str]:
+    """Wire bytes, their non-ASCII part and the fingerprint of the model-facing tool schemas."""
+    if tools is None:
+        tools = []
+    if not isinstance(tools, list):
+        raise WorkerError(f"tools must be a list of tool schemas, got {type(tools).__name__}")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            raise WorkerError(f"tools[{index}] must be an object with a string name")
+    if not tools:
+        return 0, 0, FINGERPRINT_PREFIX + hashlib.sha256(b"[]").hexdigest()
+    raw = _dump(tools, "tools")
+    # Each schema travels wrapped as {"type":"function","function":{...}}: 30 bytes more per tool.
+    nonascii = 0 if raw.isascii() else len(raw.translate(None, _ASCII))
+    return len(raw) + 30 * len(tools), nonascii, FINGERPRINT_PREFIX + hashlib.sha256(raw).hexdigest()
