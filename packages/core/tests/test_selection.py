@@ -29,7 +29,16 @@ def fake_workers(tmp_path, monkeypatch):
         if spec.script:
             make_exe(bin_dir / spec.script)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    # An interpreter folder with no worker scripts, so PATH is what finds them.
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
     return bin_dir
+
+
+def test_script_next_to_the_interpreter_wins_over_path(dirs, fake_workers, tmp_path):
+    beside = make_exe(tmp_path / "venv" / "bin" / "i-budget")
+    manifest = generate_manifest("budget", dirs["config"])
+    assert manifest["hooks"][0]["exec"] == [str(beside)]
 
 
 def write(path: Path, value) -> Path:
@@ -59,6 +68,7 @@ def test_generated_manifest_uses_absolute_paths_and_module_schemas(dirs, fake_wo
 def test_bundled_modules_run_as_i_runtime_worker(dirs):
     manifest = generate_manifest("approval", dirs["config"])
     assert manifest["hooks"][0]["exec"] == [sys.executable, "-m", "i_core", "--runtime", "worker", "approval"]
+    assert manifest["hooks"][0]["cwd"] == str(dirs["config"])
 
 
 def test_missing_worker_names_the_package_and_how_to_disable(dirs, monkeypatch, tmp_path):

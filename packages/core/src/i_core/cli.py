@@ -86,6 +86,51 @@ def cmd_hook(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compact(args: argparse.Namespace) -> int:
+    """Compact a saved session now (the console's /compact), whatever the budget says."""
+    from .agent import Agent, AgentOptions
+    from .compaction import Compactor, describe
+    from .config import load_api_config
+    from .runtime import Runtime
+    from .session import open_session, session_path_for_name
+
+    paths = paths_from_env()
+    config = load_api_config(Path(args.config) if args.config else Path(paths.config_dir) / "config.json")
+    with Runtime(args.C, io_limit_bytes=config.io_limit_bytes, paths=paths) as runtime:
+        path = Path(args.session) if args.session else session_path_for_name(runtime.workspace, args.session_name)
+        if not path.exists():
+            raise ConfigError(f"{path}: no such session")
+        session = open_session(path, runtime.workspace, runtime.workspace_id)
+        agent = Agent(runtime, config, session, AgentOptions())
+        try:
+            agent.start()
+            if not runtime.hooks.has("compact_plan"):
+                raise ConfigError("no compactor is installed: enable the compact module in plugins.json")
+            outcome = Compactor(agent).run(agent.history, force=True)
+        finally:
+            agent.close()
+            session.close()
+    print(describe(outcome))
+    return 0 if outcome.committed else 1
+
+
+def cmd_cache_report(args: argparse.Namespace) -> int:
+    """Run the cache module's report for a project (``<i-cache> report ...``)."""
+    import subprocess
+
+    from .pool import worker_environment
+    from .selection import load_bindings, module_exec
+
+    paths = paths_from_env()
+    where = module_exec("cache", load_bindings(Path(paths.config_dir)), Path(paths.config_dir))
+    argv = [*where["exec"], "report", "-C", str(Path(args.C).resolve())]
+    if args.config:
+        argv += ["--config", str(Path(args.config).resolve())]
+    if args.json:
+        argv.append("--json")
+    return subprocess.run(argv, env=worker_environment(paths), cwd=where.get("cwd")).returncode
+
+
 def _runtime_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="i --runtime", description="Runtime commands of i.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -101,6 +146,18 @@ def _runtime_parser() -> argparse.ArgumentParser:
     hook.add_argument("-C", default=".", metavar="PROJECT", help="the project folder (default: .)")
     hook.add_argument("--manifest", metavar="FILE", help="a manifest file (default: config_dir/builtin.json)")
     hook.set_defaults(func=cmd_hook)
+    compact = sub.add_parser("compact", help="compact a saved session now")
+    compact.add_argument("-C", default=".", metavar="PROJECT", help="the project folder (default: .)")
+    compact.add_argument("--config", metavar="FILE", help="API config file (default: config_dir/config.json)")
+    which = compact.add_mutually_exclusive_group(required=True)
+    which.add_argument("--session", metavar="FILE")
+    which.add_argument("--session-name", metavar="NAME")
+    compact.set_defaults(func=cmd_compact)
+    report = sub.add_parser("cache-report", help="prompt-cache hit ratio of a project (from the cache module's stats)")
+    report.add_argument("-C", default=".", metavar="PROJECT", help="the project folder (default: .)")
+    report.add_argument("--config", metavar="FILE", help="cache.json to use (default: config_dir/cache.json)")
+    report.add_argument("--json", action="store_true", help="machine-readable output")
+    report.set_defaults(func=cmd_cache_report)
     sub.add_parser("worker", help="run a worker bundled in the core: approval, prompts, skills")
     return parser
 

@@ -1,0 +1,311 @@
+"""The agent loop: user input -> (budget, compaction) -> model -> tools -> ... -> answer.
+
+The core owns credentials, transport, retries, tool-call pairing, history validation and
+checkpoints. A checkpoint is saved only at a complete state (a finished tool batch or a final
+answer), so a failed turn leaves the last complete checkpoint on disk.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+
+from .budget import Budget, tool_output_limit, truncate_utf8
+from .config import ApiConfig
+from .errors import BudgetExhausted, ModelError, WorkerFailure
+from .history import HistoryError, check_tool_calls, validate_history
+from .model import ModelClient
+from .runtime import Runtime
+from .session import Session
+from .snapshot import context_updates
+
+DEFAULT_TOOL_OUTPUT_BYTES = 50_000
+MAX_AGENT_STEPS = 200
+_DECISIONS = ("allow", "ask", "deny")
+
+
+@dataclass
+class AgentOptions:
+    """How the agent interacts: approvals, streaming, where text and progress go."""
+
+    yolo: bool = False
+    ask: Callable[[str], bool] | None = None  # interactive approval prompt; None = non-interactive
+    stream: bool | None = None
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    progress: Callable[[str], None] = lambda _message: None
+    max_steps: int = MAX_AGENT_STEPS
+
+
+@dataclass
+class RunStats:
+    """What a run did, for the summary line and the main job's report."""
+
+    turns: int = 0
+    model_requests: int = 0
+    tool_calls: int = 0
+    tools_used: list[str] = field(default_factory=list)
+    compactions: int = 0
+    compact_attempts: int = 0
+    last_compaction: str = ""
+    last_budget: dict[str, Any] | None = None
+
+
+class Agent:
+    """One session's agent: a history, the runtime's hooks and tools, and the model client."""
+
+    def __init__(self, runtime: Runtime, config: ApiConfig, session: Session, options: AgentOptions) -> None:
+        from .tools import BUILTIN_SCHEMAS, ToolContext, normal_env
+
+        self.runtime = runtime
+        self.hooks = runtime.hooks
+        self.config = config
+        self.session = session
+        self.options = options
+        self.model = ModelClient(config, self.hooks, stream=options.stream)
+        self.budget = Budget(self.hooks, config, session.meta)
+        self.tool_context = ToolContext(workspace=Path(runtime.workspace), env=normal_env())
+        self.tool_schemas: list[dict[str, Any]] = [*BUILTIN_SCHEMAS, *runtime.manifest.model_tools()]
+        self.stats = RunStats()
+        self.history: list[dict[str, Any]] = []
+
+    # -- session ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Load the session (``session_load``) or start it with the system prompt (``system_prompt``)."""
+        if self.session.is_new:
+            prompt = self._system_prompt()
+            self.history = [{"role": "system", "content": prompt}]
+            return
+        messages = self.session.messages
+        if self.hooks.has("session_load"):
+            messages = self.hooks.run("session_load", {"messages": messages, "path": str(self.session.path)}).get(
+                "messages", messages)
+        try:
+            validate_history(messages)
+        except HistoryError as exc:
+            raise ModelError(f"{self.session.path}: the saved history is invalid: {exc}") from None
+        self.history = list(messages)
+
+    def _system_prompt(self) -> str:
+        from .bundled.prompts import DEFAULT_SYSTEM_PROMPT
+
+        prompt = DEFAULT_SYSTEM_PROMPT.replace("{{workspace}}", self.runtime.workspace)
+        if self.hooks.has("system_prompt"):
+            result = self.hooks.run("system_prompt", {"prompt": prompt, "workspace": self.runtime.workspace})
+            prompt = result.get("prompt")
+            if not isinstance(prompt, str) or not prompt.strip():
+                raise WorkerFailure("system_prompt returned no non-empty prompt")
+        return prompt
+
+    def checkpoint(self, history: list[dict[str, Any]] | None = None) -> None:
+        """Save a complete state through ``before_save`` / ``after_save`` (atomically)."""
+        messages = self.history if history is None else history
+        path = str(self.session.path)
+        if self.hooks.has("before_save"):
+            messages = self.hooks.run("before_save", {"messages": messages, "path": path}).get("messages", messages)
+        validate_history(messages)
+        self.session.write(list(messages))
+        if self.hooks.has("after_save"):
+            self.hooks.run("after_save", {"messages": messages, "path": path})
+
+    # -- a task ---------------------------------------------------------------------------
+
+    def run(self, text: str) -> str:
+        """Run one user request to its final answer; returns the answer text."""
+        content: Any = text
+        if self.hooks.has("user_input"):
+            content = self.hooks.run("user_input", {"content": text}).get("content", text)
+            if not isinstance(content, str | list):
+                raise WorkerFailure("user_input returned content that is neither text nor a list of parts")
+        working = [*self.history, {"role": "user", "content": content}]
+        self.stats.turns += 1
+        for _ in range(self.options.max_steps):
+            working = self._before_turn(working)
+            working, sent = self._ensure_budget(working)
+            self.options.progress("model thinking")
+            on_text = self._on_text if self.model.stream else None
+            reply = self.model.complete(working, self.tool_schemas, on_text=on_text)
+            self.stats.model_requests += 1
+            self.budget.record_usage(sent, reply.usage)
+            message = reply.message
+            calls = message.get("tool_calls")
+            if not calls:
+                if reply.finish_reason not in ("stop", "length"):
+                    raise ModelError(f"the model stopped with finish reason {reply.finish_reason!r} and no answer")
+                working.append(message)
+                self.history = working
+                self.checkpoint()
+                if self.hooks.has("finish"):
+                    self.hooks.run("finish", {"messages": self.history})
+                return message.get("content") or ""
+            try:
+                check_tool_calls(calls, "model reply")
+            except HistoryError as exc:
+                raise ModelError(f"the model's tool calls are invalid: {exc}") from None
+            if reply.finish_reason not in ("tool_calls", "stop"):
+                raise ModelError(f"the model's tool-call reply was cut off (finish reason {reply.finish_reason!r})")
+            working = [*working, message, *self._run_tools([*working, message], calls)]
+            validate_history(working)
+            self.history = working
+            self.checkpoint()
+        raise ModelError(f"stopped after {self.options.max_steps} model requests without a final answer")
+
+    def _on_text(self, text: str) -> None:
+        self.options.out.write(text)
+        self.options.out.flush()
+
+    def _before_turn(self, working: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not self.hooks.has("before_turn"):
+            return working
+        data = self.hooks.run("before_turn", {"messages": working, "workspace": self.runtime.workspace})
+        injected = self.session.meta.get("context_state", {})
+        appended, state = context_updates(data.get("context"), injected)
+        self.session.meta["context_state"] = state
+        return [*working, *appended] if appended else working
+
+    def _ensure_budget(self, working: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """The history to send (compacted if needed) and the budget output of exactly that request."""
+        result = self.budget.check(working, self.tool_schemas)
+        if result is None:
+            return working, None
+        self.stats.last_budget = result.get("budget_result")
+        verdict = result["budget_result"]
+        if verdict["fits"] and not verdict.get("recommend_compact"):
+            return working, result
+        if self.hooks.has("compact_plan"):
+            from .compaction import Compactor
+
+            self.stats.compact_attempts += 1
+            outcome = Compactor(self).run(working, result)
+            self.stats.last_compaction = outcome.reason
+            if outcome.committed:
+                self.stats.compactions += 1
+                after = self.budget.check(outcome.history, self.tool_schemas)
+                self.stats.last_budget = (after or {}).get("budget_result")
+                return outcome.history, after
+            if verdict["fits"]:
+                return working, result
+            raise BudgetExhausted(f"the next request does not fit the context budget and compaction failed: "
+                                  f"{outcome.reason}")
+        if verdict["fits"]:
+            return working, result
+        reasons = "; ".join(verdict.get("reasons") or []) or "estimate over the budget"
+        raise BudgetExhausted(
+            f"the next request does not fit the context budget ({reasons}) and no compactor is installed "
+            "(enable the compact module or start a new session)"
+        )
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def _run_tools(self, working: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        budget = self.budget.check(working, self.tool_schemas, pending_tool_calls=len(calls), compact=False)
+        limit = tool_output_limit(budget, DEFAULT_TOOL_OUTPUT_BYTES)
+        results: list[dict[str, Any]] = []
+        images: list[dict[str, Any]] = []
+        for call in calls:
+            output, call_images = self._run_tool(call)
+            output = truncate_utf8(output, limit)
+            results.append({"role": "tool", "tool_call_id": call["id"], "content": output})
+            if call_images:
+                images.append({"type": "text", "text": f"Images returned by tool call {call['id']}:"})
+                images.extend(call_images)
+        if images:
+            from .tools import check_images
+
+            try:
+                check_images([part for part in images if part.get("type") == "image_url"])
+            except Exception as exc:
+                results[-1]["content"] += f"\n[images dropped: {exc}]"
+            else:
+                results.append({"role": "user", "content": images})
+        return results
+
+    def _run_tool(self, call: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        """One tool call to (output text, images); every failure becomes a tool error for the model."""
+        from .tools import BUILTIN_SCHEMAS, FREE_TOOLS, ToolError, execute, prepare
+
+        name = call["function"]["name"]
+        raw_arguments = call["function"]["arguments"]
+        self.stats.tool_calls += 1
+        self.stats.tools_used.append(name)
+        try:
+            if self.hooks.has("before_tool"):
+                changed = self.hooks.run("before_tool", {"name": name, "arguments": raw_arguments, "id": call["id"]})
+                name, raw_arguments = changed.get("name", name), changed.get("arguments", raw_arguments)
+                if not isinstance(name, str) or not isinstance(raw_arguments, str):
+                    raise WorkerFailure("before_tool must return name and arguments as strings")
+            try:
+                arguments = orjson.loads(raw_arguments) if raw_arguments.strip() else {}
+            except orjson.JSONDecodeError as exc:
+                return self._after_tool(call, name, f"error: arguments of {name} are not valid JSON: {exc}", [], True)
+            if not isinstance(arguments, dict):
+                return self._after_tool(call, name, f"error: arguments of {name} must be a JSON object", [], True)
+            builtin = name in {schema["name"] for schema in BUILTIN_SCHEMAS}
+            external = self.runtime.manifest.tool(name) is not None
+            if not builtin and not external:
+                known = ", ".join(schema["name"] for schema in self.tool_schemas)
+                return self._after_tool(call, name, f"error: unknown tool {name!r}; available tools: {known}", [], True)
+            prepared = prepare(name, arguments, self.tool_context) if builtin else None
+            summary = getattr(prepared, "summary", None) or f"{name} {raw_arguments[:200]}"
+            default = "allow" if (builtin and name in FREE_TOOLS) or self.options.yolo else "ask"
+            refusal = self._approve(name, arguments, not builtin, default, summary)
+            if refusal is not None:
+                return self._after_tool(call, name, refusal, [], True)
+            self.options.progress(f"running {name}")
+            if prepared is not None:
+                result = execute(prepared, self.tool_context)
+                return self._after_tool(call, name, result.output, list(result.images), result.is_error)
+            answer = self.hooks.call_tool(name, arguments)
+            output = answer.get("output")
+            if not isinstance(output, str):
+                return self._after_tool(call, name, f"error: tool {name} returned no text output", [], True)
+            return self._after_tool(call, name, output, list(answer.get("images") or []), False)
+        except ToolError as exc:
+            return self._after_tool(call, name, f"error: {exc}", [], True)
+        except WorkerFailure as exc:
+            return self._after_tool(call, name, f"error: {exc}", [], True)
+
+    def _approve(self, name: str, arguments: dict[str, Any], external: bool, default: str, summary: str) -> str | None:
+        """The approval gate; returns None to run, or the refusal the model gets."""
+        decision = default
+        if self.hooks.has("tool_approval"):
+            try:
+                answer = self.hooks.run("tool_approval", {"name": name, "arguments": arguments, "external": external,
+                                                          "decision": default})
+                decision = answer.get("decision")
+            except WorkerFailure as exc:
+                return f"denied: the approval policy failed ({exc}); nothing was run"
+            if decision not in _DECISIONS:
+                return (f"denied: the approval policy answered {decision!r}, which is not allow/ask/deny; "
+                        "nothing was run")
+        if decision == "allow":
+            return None
+        if decision == "deny":
+            return f"denied by the approval policy: {name} was not run"
+        if self.options.ask is None:
+            return (f"not run: {name} needs the user's approval and this run is non-interactive; the user can "
+                    "rerun with --yolo or allow the tool in approval.json")
+        if self.options.ask(summary):
+            return None
+        return f"the user declined {name}; it was not run"
+
+    def _after_tool(self, call: dict[str, Any], name: str, output: str, images: list[dict[str, Any]],
+                    is_error: bool) -> tuple[str, list[dict[str, Any]]]:
+        if self.hooks.has("after_tool"):
+            data = self.hooks.run("after_tool", {"name": name, "id": call["id"], "output": output, "images": images,
+                                                 "is_error": is_error})
+            output = data.get("output", output)
+            images = data.get("images", images) or []
+            if not isinstance(output, str):
+                output = "error: after_tool returned no text output"
+                images = []
+        return output, images
+
+    def close(self) -> None:
+        """Release the model client."""
+        self.model.close()

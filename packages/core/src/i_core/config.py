@@ -1,0 +1,180 @@
+"""The API configuration (``config_dir/config.json``), validated field by field.
+
+Credentials are only ever referenced: ``api_key_env`` names an environment variable; a literal
+key in the file is refused.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import ConfigError
+from .jsonfile import read_json_object
+
+PROTOCOLS = ("openai", "deepseek", "anthropic", "responses")
+# Fields of a request body that extra_body may never set: the core owns them.
+RESERVED_BODY_FIELDS = frozenset({
+    "model", "messages", "system", "tools", "tool_choice", "stream", "stream_options", "max_tokens",
+    "max_completion_tokens", "max_output_tokens", "input", "instructions", "functions", "n",
+})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_SECRET_FIELDS = ("api_key", "key", "token", "authorization", "password", "secret")
+_BUDGET_FIELDS = {
+    "context_window", "output_reserve", "threshold", "safety_ratio", "tool_output_ratio", "image_tokens", "images",
+    "tokenizer", "calibrate",
+}
+_TOP_FIELDS = {
+    "protocol", "base_url", "model", "api_key_env", "max_tokens", "use_max_tokens", "io_limit_bytes", "budget",
+    "extra_body", "stream", "timeout", "retries",
+}
+
+
+@dataclass(frozen=True)
+class ApiConfig:
+    """A validated config.json."""
+
+    protocol: str
+    base_url: str
+    model: str
+    api_key_env: str | None
+    max_tokens: int
+    use_max_tokens: bool
+    io_limit_bytes: int
+    budget: dict[str, Any]
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    stream: bool = True
+    timeout: float = 600.0
+    retries: int = 3
+    source: str = "config.json"
+
+    def api_key(self, environ: dict[str, str] | None = None) -> str | None:
+        """The key read from the named environment variable at call time (never stored)."""
+        if self.api_key_env is None:
+            return None
+        env = os.environ if environ is None else environ
+        value = env.get(self.api_key_env)
+        return value or None
+
+    @property
+    def origin(self) -> tuple[str, str]:
+        """(scheme, host:port) of base_url: hooks may never send a request elsewhere."""
+        return origin_of(self.base_url)
+
+
+def origin_of(url: str) -> tuple[str, str]:
+    """The origin of a URL as (scheme, netloc with explicit port)."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return (parts.scheme.lower(), f"{(parts.hostname or '').lower()}:{port}")
+
+
+def _int(raw: dict[str, Any], key: str, where: str, low: int, high: int, default: int | None) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: {key} must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"{where}: {key} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _ratio(raw: dict[str, Any], key: str, where: str, low: float, high: float, default: float) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{where}: {key} must be a number, got {value!r}")
+    if not low <= value < high:
+        raise ConfigError(f"{where}: {key} must be in [{low}, {high}), got {value}")
+    return float(value)
+
+
+def _budget(raw: object, where: str, max_tokens: int) -> dict[str, Any]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: budget must be an object")
+    unknown = sorted(set(raw) - _BUDGET_FIELDS)
+    if unknown:
+        raise ConfigError(f"{where}: budget has unknown field(s): {', '.join(unknown)}")
+    w = f"{where}: budget"
+    budget: dict[str, Any] = dict(raw)
+    budget["context_window"] = _int(raw, "context_window", w, 1024, 100_000_000, 128_000)
+    window = budget["context_window"]
+    budget["output_reserve"] = _int(raw, "output_reserve", w, 0, window - 1, min(max_tokens, window - 1))
+    if "threshold" in raw:
+        budget["threshold"] = _int(raw, "threshold", w, 1, budget["context_window"], None)
+    budget["safety_ratio"] = _ratio(raw, "safety_ratio", w, 0.0, 0.5, 0.02)
+    budget["tool_output_ratio"] = _ratio(raw, "tool_output_ratio", w, 0.0, 1.0, 0.02)
+    if "image_tokens" in raw:
+        budget["image_tokens"] = _int(raw, "image_tokens", w, 0, 1_000_000, None)
+    tokenizer = raw.get("tokenizer")
+    if tokenizer not in (None, "utf8_bytes"):
+        raise ConfigError(
+            f"{w}.tokenizer {tokenizer!r} is not supported: the BPE tokenizers (cl100k_base, o200k_base, "
+            "p50k_base, r50k_base) were removed; omit the field or use \"utf8_bytes\""
+        )
+    return budget
+
+
+def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiConfig:
+    """Validate a config.json object; every problem is a ConfigError naming the field."""
+    for name in _SECRET_FIELDS:
+        if name in raw:
+            raise ConfigError(
+                f"{source}: {name!r} is not allowed: never store credentials in the config; put the key in an "
+                "environment variable and name it in api_key_env"
+            )
+    unknown = sorted(set(raw) - _TOP_FIELDS)
+    if unknown:
+        raise ConfigError(f"{source}: unknown field(s): {', '.join(unknown)}")
+    protocol = raw.get("protocol", "openai")
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"{source}: protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    base_url = raw.get("base_url")
+    parts = urlsplit(base_url) if isinstance(base_url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"{source}: base_url must be an http(s) URL such as http://127.0.0.1:8080/v1, got {base_url!r}")
+    if urlsplit(base_url).username or urlsplit(base_url).password:
+        raise ConfigError(f"{source}: base_url must not contain credentials; use api_key_env")
+    model = raw.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise ConfigError(f"{source}: model must be a non-empty string")
+    api_key_env = raw.get("api_key_env")
+    if api_key_env is not None and (not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env)):
+        raise ConfigError(f"{source}: api_key_env must be the NAME of an environment variable, got {api_key_env!r}")
+    max_tokens = _int(raw, "max_tokens", source, 1, 10_000_000, 4096)
+    use_max_tokens = raw.get("use_max_tokens", False)
+    if not isinstance(use_max_tokens, bool):
+        raise ConfigError(f"{source}: use_max_tokens must be true or false")
+    io_limit = _int(raw, "io_limit_bytes", source, 1024, 64 * 1024 * 1024, 1024 * 1024)
+    extra_body = raw.get("extra_body", {})
+    if not isinstance(extra_body, dict):
+        raise ConfigError(f"{source}: extra_body must be an object")
+    reserved = sorted(set(extra_body) & RESERVED_BODY_FIELDS)
+    if reserved:
+        raise ConfigError(f"{source}: extra_body may not override reserved field(s): {', '.join(reserved)}")
+    stream = raw.get("stream", True)
+    if not isinstance(stream, bool):
+        raise ConfigError(f"{source}: stream must be true or false")
+    timeout = raw.get("timeout", 600)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 3600:
+        raise ConfigError(f"{source}: timeout must be a number of seconds between 1 and 3600")
+    retries = _int(raw, "retries", source, 0, 10, 3)
+    return ApiConfig(
+        protocol=protocol, base_url=base_url.rstrip("/"), model=model, api_key_env=api_key_env,
+        max_tokens=max_tokens, use_max_tokens=use_max_tokens, io_limit_bytes=io_limit,
+        budget=_budget(raw.get("budget"), source, max_tokens), extra_body=extra_body, stream=stream,
+        timeout=float(timeout), retries=retries, source=source,
+    )
+
+
+def load_api_config(path: Path) -> ApiConfig:
+    """Read and validate config.json at ``path``."""
+    if not path.exists():
+        raise ConfigError(f"{path}: config.json does not exist; run `i --runtime init` and point it at a model")
+    return parse_api_config(read_json_object(path, what="API config"), str(path))

@@ -1,0 +1,120 @@
+"""The one history format every hook sees, and its validator (the only one in the project's core).
+
+Messages are OpenAI Chat-Completions shaped: ``{"role", "content", "tool_calls"?, "tool_call_id"?}``
+plus top-level ``_``-prefixed provider-private fields. ``history[0]`` is the system message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import CoreError
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+class HistoryError(CoreError):
+    """A history or a tool-call batch breaks the format."""
+
+
+def _check_content(message: dict[str, Any], where: str) -> None:
+    content = message.get("content")
+    if content is None:
+        if message["role"] in ("user", "tool", "system"):
+            raise HistoryError(f"{where}: {message['role']} message has no content")
+        return
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise HistoryError(f"{where}: content must be a string or a list of parts")
+    for j, part in enumerate(content):
+        if not isinstance(part, dict) or part.get("type") not in ("text", "image_url"):
+            raise HistoryError(f"{where}.content[{j}]: part must be a text or image_url object")
+        if part["type"] == "text" and not isinstance(part.get("text"), str):
+            raise HistoryError(f"{where}.content[{j}]: text part has no text")
+        if part["type"] == "image_url":
+            url = part.get("image_url", {}).get("url") if isinstance(part.get("image_url"), dict) else None
+            if not isinstance(url, str):
+                raise HistoryError(f"{where}.content[{j}]: image_url part has no url")
+
+
+def check_tool_calls(calls: object, where: str) -> list[str]:
+    """Validate one assistant message's tool calls; returns their ids in order."""
+    if not isinstance(calls, list) or not calls:
+        raise HistoryError(f"{where}: tool_calls must be a non-empty list")
+    ids: list[str] = []
+    for j, call in enumerate(calls):
+        w = f"{where}.tool_calls[{j}]"
+        if not isinstance(call, dict):
+            raise HistoryError(f"{w}: must be an object")
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise HistoryError(f"{w}: missing id")
+        if call_id in ids:
+            raise HistoryError(f"{w}: duplicate tool call id {call_id!r}")
+        if call.get("type") != "function":
+            raise HistoryError(f"{w}: type must be \"function\", got {call.get('type')!r}")
+        function = call.get("function")
+        if not isinstance(function, dict):
+            raise HistoryError(f"{w}: missing function")
+        if not isinstance(function.get("name"), str) or not function["name"]:
+            raise HistoryError(f"{w}: missing function name")
+        if not isinstance(function.get("arguments"), str):
+            raise HistoryError(f"{w}: function arguments must be a JSON string")
+        ids.append(call_id)
+    return ids
+
+
+def validate_history(history: object, *, allow_pending: bool = False) -> None:
+    """Check the whole history: shape, roles, content, and exactly one result per tool call.
+
+    ``allow_pending`` accepts a final assistant batch whose results are not in yet (the state
+    between receiving a reply and running its tools).
+    """
+    if not isinstance(history, list) or not history:
+        raise HistoryError("history must be a non-empty list of messages")
+    pending: list[str] = []
+    for i, message in enumerate(history):
+        where = f"history[{i}]"
+        if not isinstance(message, dict):
+            raise HistoryError(f"{where}: message must be an object")
+        role = message.get("role")
+        if role not in ROLES:
+            raise HistoryError(f"{where}: unknown role {role!r}; roles are {', '.join(ROLES)}")
+        if (i == 0) != (role == "system"):
+            raise HistoryError(f"{where}: the system message must come first and only first")
+        _check_content(message, where)
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                raise HistoryError(f"{where}: tool result {call_id!r} answers no pending tool call")
+            pending.remove(call_id)
+            continue
+        if pending:
+            raise HistoryError(f"{where}: tool call(s) {', '.join(pending)} have no result before this {role} message")
+        if role == "assistant" and "tool_calls" in message:
+            pending = check_tool_calls(message["tool_calls"], where)
+        elif role == "assistant" and message.get("content") is None:
+            raise HistoryError(f"{where}: assistant message has neither content nor tool calls")
+    if pending and not allow_pending:
+        raise HistoryError(f"tool call(s) {', '.join(pending)} have no result")
+
+
+def text_of(message: dict[str, Any]) -> str:
+    """The text of a message's content (text parts joined; images omitted)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = (part for part in content if isinstance(part, dict) and part.get("type") == "text")
+        return "".join(str(part.get("text", "")) for part in parts)
+    return ""
+
+
+def tool_batch_end(history: list[dict[str, Any]], index: int) -> int:
+    """Index just past the tool batch that starts at assistant message ``index`` (or index + 1)."""
+    end = index + 1
+    if history[index].get("role") == "assistant" and history[index].get("tool_calls"):
+        while end < len(history) and history[end].get("role") == "tool":
+            end += 1
+    return end

@@ -1,0 +1,79 @@
+"""One model request with its hooks: ``before_request`` -> HTTP (``request_retry``) -> ``after_response``.
+
+Hooks may change the request body but never its origin; ``request_meta`` travels from
+``before_request`` to ``request_retry`` and ``after_response`` and is never sent to the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .config import ApiConfig, origin_of
+from .errors import ModelError, WorkerFailure
+from .hooks import HookRunner
+from .providers import ModelReply, get_adapter
+from .transport import Transport
+
+
+class ModelClient:
+    """Talks to the configured model through the adapter of its protocol."""
+
+    def __init__(self, config: ApiConfig, hooks: HookRunner, *, stream: bool | None = None) -> None:
+        self.config = config
+        self.hooks = hooks
+        self.adapter = get_adapter(config.protocol)
+        self.stream = config.stream if stream is None else stream
+        self.transport = Transport(timeout=config.timeout, retries=config.retries)
+        self.requests = 0
+        self.retries = 0
+        self.last_usage: dict[str, Any] | None = None
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self.transport.close()
+
+    def complete(self, history: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                 on_text: Callable[[str], None] | None = None, max_tokens: int | None = None) -> ModelReply:
+        """Send ``history`` (and tool schemas) and return the parsed reply."""
+        url = self.adapter.url(self.config.base_url)
+        body = self.adapter.build_body(
+            model=self.config.model, history=history, tools=tools, max_tokens=max_tokens or self.config.max_tokens,
+            use_max_tokens=self.config.use_max_tokens, stream=self.stream, extra_body=self.config.extra_body,
+        )
+        meta: dict[str, Any] = {"request": self.requests + 1}
+        if self.hooks.has("before_request"):
+            prepared = self.hooks.run("before_request", {
+                "url": url, "body": body, "protocol": self.config.protocol, "model": self.config.model,
+                "budget": self.config.budget, "request_meta": meta,
+            })
+            url, body, meta = self._checked(prepared, url)
+        headers = self.adapter.headers(self.config.api_key())
+
+        def on_retry(attempt: int, reason: str) -> None:
+            self.retries += 1
+            if self.hooks.has("request_retry"):
+                self.hooks.run("request_retry", {"request_meta": meta, "attempt": attempt, "reason": reason,
+                                                 "protocol": self.config.protocol})
+
+        self.requests += 1
+        from .providers import exchange
+
+        reply = exchange(self.adapter, self.transport, url, body, headers, on_retry=on_retry, on_text=on_text)
+        self.last_usage = reply.usage
+        if self.hooks.has("after_response"):
+            self.hooks.run("after_response", {"response": reply.raw, "request_meta": meta,
+                                              "protocol": self.config.protocol, "model": self.config.model})
+        return reply
+
+    def _checked(self, prepared: dict[str, Any], url: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        new_url = prepared.get("url", url)
+        body = prepared.get("body")
+        meta = prepared.get("request_meta", {})
+        if not isinstance(new_url, str) or origin_of(new_url) != origin_of(url):
+            raise ModelError(f"a before_request hook tried to change the request origin to {new_url!r}; refused")
+        if not isinstance(body, dict):
+            raise WorkerFailure("before_request returned no body object")
+        if not isinstance(meta, dict):
+            raise WorkerFailure("before_request returned a request_meta that is not an object")
+        return new_url, body, meta

@@ -1,0 +1,259 @@
+"""Chat Completions adapters: ``openai`` and ``deepseek`` (reasoning replay and cache usage)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+
+from .reply import (
+    ModelReply,
+    ProviderError,
+    error_message,
+    merge_extra_body,
+    normalized_usage,
+    require,
+    tool_specs,
+)
+
+# Message fields Chat Completions accepts; everything else (``_`` replay data, reasoning) stays local.
+_WIRE_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+_FINISH = {"stop": "stop", "tool_calls": "tool_calls", "length": "length", "content_filter": "content_filter"}
+
+
+class OpenAIAdapter:
+    """OpenAI Chat Completions (also any OpenAI-compatible server)."""
+
+    name = "openai"
+
+    def url(self, base_url: str) -> str:
+        """``base_url`` (the API root, e.g. ``.../v1``) plus ``/chat/completions``."""
+        return base_url.rstrip("/") + "/chat/completions"
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """JSON content type and, when a key is configured, a Bearer authorisation."""
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        return headers
+
+    def build_body(
+        self,
+        *,
+        model: str,
+        history: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+        use_max_tokens: bool,
+        stream: bool,
+        extra_body: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The wire body for ``history``; extra_body is merged last and may not touch control fields."""
+        body: dict[str, Any] = {"model": model, "messages": self._messages(history)}
+        specs = tool_specs(tools)
+        if specs:
+            body["tools"] = [
+                {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
+                for name, description, params in specs
+            ]
+        if max_tokens is not None:
+            body["max_tokens" if use_max_tokens else "max_completion_tokens"] = max_tokens
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return merge_extra_body(body, extra_body)
+
+    def _messages(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{key: message[key] for key in _WIRE_FIELDS if key in message} for message in history]
+
+    def parse_response(self, body: dict[str, Any]) -> ModelReply:
+        """The internal assistant message of a chat.completion body."""
+        problem = error_message(body) if isinstance(body, dict) else None
+        if problem is not None:
+            raise ProviderError(f"model answered an error: {problem}")
+        choices = require(body, "choices", list, "response")
+        if not choices:
+            raise ProviderError("malformed model response: response.choices is empty")
+        choice = choices[0]
+        wire = require(choice, "message", dict, "choices[0]")
+        raw_finish = choice.get("finish_reason")
+        if not isinstance(raw_finish, str) or not raw_finish:
+            raise ProviderError("malformed model response: choices[0].finish_reason is missing")
+        content = wire.get("content")
+        if content is not None and not isinstance(content, str):
+            raise ProviderError("malformed model response: choices[0].message.content is not a string")
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        calls = _tool_calls(wire.get("tool_calls"))
+        if calls:
+            message["tool_calls"] = calls
+        reasoning = wire.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            message["reasoning_content"] = reasoning
+        usage = body.get("usage")
+        return ModelReply(
+            message=message,
+            finish_reason=_FINISH.get(raw_finish, f"other:{raw_finish}"),
+            usage=self.usage(usage) if isinstance(usage, dict) else None,
+            raw=body,
+        )
+
+    def usage(self, usage: dict[str, Any]) -> dict[str, int | None] | None:
+        """Internal usage: prompt tokens already include the cached ones."""
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        return normalized_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), cached, None)
+
+    def stream_parser(self, on_text: Callable[[str], None]) -> _ChatStream:
+        """An incremental parser of chat.completion.chunk events."""
+        return _ChatStream(self, on_text)
+
+    def parse_stream(self, events: Iterable[dict[str, Any]], on_text: Callable[[str], None]) -> ModelReply:
+        """Assemble a streamed answer; ``on_text`` gets each text delta as it arrives."""
+        parser = self.stream_parser(on_text)
+        for event in events:
+            parser.feed(event)
+        return parser.finish()
+
+
+class DeepSeekAdapter(OpenAIAdapter):
+    """DeepSeek Chat Completions: ``reasoning_content`` replay and hit/miss cache usage.
+
+    DeepSeek's thinking-mode rule: within one user turn (between two user messages) where the model
+    called tools, every assistant ``reasoning_content`` must be sent back in all later requests
+    (else HTTP 400); in a turn without tool calls it is not part of the context (older
+    deepseek-reasoner even rejects it). So it is replayed exactly for tool-calling turns.
+    """
+
+    name = "deepseek"
+
+    def _messages(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        wire = super()._messages(history)
+        for start, end in _user_turns(history):
+            if not any(
+                history[i].get("role") == "assistant" and history[i].get("tool_calls") for i in range(start, end)
+            ):
+                continue
+            for i in range(start, end):
+                reasoning = history[i].get("reasoning_content", history[i].get("_reasoning_content"))
+                if history[i].get("role") == "assistant" and isinstance(reasoning, str):
+                    wire[i]["reasoning_content"] = reasoning
+        return wire
+
+    def usage(self, usage: dict[str, Any]) -> dict[str, int | None] | None:
+        """Internal usage: ``prompt_tokens`` = hit + miss; hit is the cache read."""
+        hit, miss = usage.get("prompt_cache_hit_tokens"), usage.get("prompt_cache_miss_tokens")
+        prompt = usage.get("prompt_tokens")
+        if prompt is None and isinstance(hit, int) and isinstance(miss, int):
+            prompt = hit + miss
+        if hit is None:
+            details = usage.get("prompt_tokens_details")
+            hit = details.get("cached_tokens") if isinstance(details, dict) else None
+        return normalized_usage(prompt, usage.get("completion_tokens"), hit, None)
+
+
+def _user_turns(history: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """Index ranges [start, end) of the stretches between consecutive user messages."""
+    bounds = [i for i, message in enumerate(history) if message.get("role") == "user"]
+    starts = [0, *bounds]
+    ends = [*bounds, len(history)]
+    return list(zip(starts, ends, strict=True))
+
+
+def _tool_calls(calls: Any) -> list[dict[str, Any]]:
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise ProviderError("malformed model response: message.tool_calls is not a list")
+    result = []
+    for index, call in enumerate(calls):
+        where = f"message.tool_calls[{index}]"
+        function = require(call, "function", dict, where)
+        call_id = require(call, "id", str, where)
+        name = require(function, "name", str, f"{where}.function")
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            # Some compatible servers send an object; the internal format always holds the JSON text.
+            arguments = orjson.dumps(arguments).decode()
+        result.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
+    return result
+
+
+class _ChatStream:
+    """Rebuilds a chat.completion body from chunks, then parses it like a non-streamed answer."""
+
+    def __init__(self, adapter: OpenAIAdapter, on_text: Callable[[str], None]) -> None:
+        self._adapter = adapter
+        self._on_text = on_text
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._finish: str | None = None
+        self._usage: Any = None
+        self._meta: dict[str, Any] = {}
+
+    def feed(self, event: dict[str, Any]) -> None:
+        """Take one decoded chunk."""
+        problem = error_message(event)
+        if problem is not None:
+            raise ProviderError(f"model stream reported an error: {problem}")
+        for key in ("id", "model", "created", "system_fingerprint"):
+            if key in event and key not in self._meta:
+                self._meta[key] = event[key]
+        if event.get("usage") is not None:
+            self._usage = event["usage"]
+        for choice in event.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                self._text.append(text)
+                self._on_text(text)
+            reasoning = delta.get("reasoning_content")
+            if isinstance(reasoning, str):
+                self._reasoning.append(reasoning)
+            for call in delta.get("tool_calls") or []:
+                self._add_call_delta(call)
+            if choice.get("finish_reason"):
+                self._finish = choice["finish_reason"]
+
+    def _add_call_delta(self, call: dict[str, Any]) -> None:
+        index = call.get("index", len(self._calls))
+        slot = self._calls.setdefault(index, {"id": None, "name": "", "arguments": []})
+        if call.get("id"):
+            slot["id"] = call["id"]
+        function = call.get("function") or {}
+        if function.get("name"):
+            slot["name"] += function["name"]
+        if isinstance(function.get("arguments"), str):
+            slot["arguments"].append(function["arguments"])
+
+    def raw(self) -> dict[str, Any]:
+        """The chat.completion body the events so far amount to (not validated; for after_response)."""
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self._text) if self._text else None}
+        if self._calls:
+            message["tool_calls"] = [
+                {
+                    "id": slot["id"],
+                    "type": "function",
+                    "function": {"name": slot["name"], "arguments": "".join(slot["arguments"])},
+                }
+                for _, slot in sorted(self._calls.items())
+            ]
+        if self._reasoning:
+            message["reasoning_content"] = "".join(self._reasoning)
+        raw: dict[str, Any] = {
+            **self._meta,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": self._finish}],
+        }
+        if self._usage is not None:
+            raw["usage"] = self._usage
+        return raw
+
+    def finish(self) -> ModelReply:
+        """The assembled reply; a stream that never said why it stopped is incomplete."""
+        if self._finish is None:
+            raise ProviderError("model stream ended without a finish_reason (incomplete answer)")
+        return self._adapter.parse_response(self.raw())

@@ -1,0 +1,147 @@
+"""Sessions on disk: atomic checkpoints, workspace check, one writer at a time.
+
+A session file is ``{"format": "i-session/1", "workspace", "workspace_id", "messages", "meta"}``.
+Saves replace the file atomically, so a crash or a failed turn leaves the last complete
+checkpoint. Text that cannot be encoded as strict UTF-8 (lone surrogates from a bad decode) is
+kept losslessly through JSON ``\\u`` escapes instead of failing the save.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from i_protocol import atomic_write_bytes
+
+from .errors import SessionError
+
+FORMAT = "i-session/1"
+MAX_SESSION_BYTES = 512 * 1024 * 1024
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def dumps_safe(value: Any, *, indent: bool = False) -> bytes:
+    """JSON bytes of ``value``; lone surrogates are escaped (``\\udcff``) rather than refused."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
+    except TypeError:
+        # orjson insists on valid UTF-8; the standard library escapes lone surrogates losslessly.
+        return json.dumps(value, ensure_ascii=True, indent=2 if indent else None).encode("ascii")
+
+
+def loads_safe(raw: bytes) -> Any:
+    """Parse JSON written by dumps_safe (including escaped lone surrogates)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw.decode("utf-8"))
+
+
+def session_path_for_name(workspace: str, name: str) -> Path:
+    """``<workspace>/.i/sessions/NAME.json`` for ``--session-name NAME``."""
+    if not _NAME.fullmatch(name) or name.endswith(".json"):
+        raise SessionError(
+            f"session name {name!r} is invalid: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return Path(workspace) / ".i" / "sessions" / f"{name}.json"
+
+
+@dataclass
+class Session:
+    """An open session: where it lives, whose workspace it is, its messages and metadata."""
+
+    path: Path
+    workspace: str
+    workspace_id: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    _lock: Any = None
+
+    @property
+    def is_new(self) -> bool:
+        """True before the first checkpoint."""
+        return not self.messages
+
+    def document(self) -> dict[str, Any]:
+        """The JSON document this session is saved as."""
+        return {
+            "format": FORMAT,
+            "workspace": self.workspace,
+            "workspace_id": self.workspace_id,
+            "messages": self.messages,
+            "meta": {**self.meta, "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+        }
+
+    def write(self, messages: list[dict[str, Any]]) -> None:
+        """Atomically replace the file with ``messages`` (the caller ran before_save)."""
+        self.messages = messages
+        atomic_write_bytes(self.path, dumps_safe(self.document()) + b"\n", mode=0o600)
+
+    def write_backup(self, suffix: str, messages: list[dict[str, Any]]) -> Path:
+        """Write a sibling backup (``<session>.<suffix>.json``), e.g. the pre-compaction history."""
+        backup = self.path.with_name(self.path.name.removesuffix(".json") + f".{suffix}.json")
+        doc = {**self.document(), "messages": messages}
+        atomic_write_bytes(backup, dumps_safe(doc) + b"\n", mode=0o600)
+        return backup
+
+    def close(self) -> None:
+        """Release the session lock."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+
+def open_session(path: Path, workspace: str, workspace_id: str) -> Session:
+    """Open (or start) the session at ``path``, locked against a second concurrent writer."""
+    from filelock import FileLock, Timeout
+
+    path = path.expanduser().absolute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path) + ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise SessionError(f"{path}: the session is in use by another i process") from None
+    try:
+        session = _read(path, workspace, workspace_id)
+    except BaseException:
+        lock.release()
+        raise
+    session._lock = lock
+    return session
+
+
+def _read(path: Path, workspace: str, workspace_id: str) -> Session:
+    if not path.exists():
+        return Session(path=path, workspace=workspace, workspace_id=workspace_id)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_SESSION_BYTES + 1)
+    except OSError as exc:
+        raise SessionError(f"{path}: cannot read session: {exc.strerror or exc}") from None
+    if len(raw) > MAX_SESSION_BYTES:
+        raise SessionError(f"{path}: session is larger than {MAX_SESSION_BYTES} bytes")
+    try:
+        doc = loads_safe(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SessionError(
+            f"{path}: session file is corrupt or truncated ({exc}); it was left untouched — "
+            "restore it from a backup or start a new session"
+        ) from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("messages"), list):
+        raise SessionError(f"{path}: not an i session file (expected format {FORMAT!r} with a messages list)")
+    if doc.get("workspace_id") != workspace_id:
+        raise SessionError(
+            f"{path}: this session belongs to another workspace "
+            f"({doc.get('workspace')!r}, id {doc.get('workspace_id')}); "
+            f"the current workspace is {workspace!r} (id {workspace_id})"
+        )
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    return Session(path=path, workspace=workspace, workspace_id=workspace_id, messages=doc["messages"], meta=meta)

@@ -1,0 +1,67 @@
+"""The types every built-in tool shares: its context, its result, its prepared call and its error."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+APPROVAL_TOKEN_ENV = "I_APPROVAL_TOKEN"
+DEFAULT_MAX_OUTPUT_CHARS = 200_000
+DEFAULT_SHELL_TIMEOUT = 120.0
+
+
+class ToolError(Exception):
+    """An expected tool failure; the agent loop returns its message to the model as a tool error."""
+
+
+def normal_env() -> dict[str, str]:
+    """This process's environment without the approval token (what `shell` commands inherit)."""
+    return {key: value for key, value in os.environ.items() if key != APPROVAL_TOKEN_ENV}
+
+
+@dataclass
+class ToolContext:
+    """Where and with what limits the built-in tools run."""
+
+    workspace: Path
+    env: dict[str, str] = field(default_factory=normal_env)
+    shell_timeout: float = DEFAULT_SHELL_TIMEOUT
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+
+    def __post_init__(self) -> None:
+        # Relative arguments resolve against this, so it must be absolute and normalised once.
+        self.workspace = Path(os.path.abspath(self.workspace))
+
+
+@dataclass
+class ToolResult:
+    """A tool's answer: text for the model, optional image parts, and whether it failed."""
+
+    output: str
+    images: list[dict[str, Any]] = field(default_factory=list)
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a file looked like when its change was shown for approval (absent: ``exists`` False)."""
+
+    exists: bool
+    digest: str = ""
+    size: int = 0
+    mtime_ns: int = 0
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated tool call waiting for approval; ``summary`` is the one line the user is asked about."""
+
+    name: str
+    arguments: dict[str, Any]
+    summary: str
+    path: Path | None = None
+    snapshot: Snapshot | None = None
+    run: Callable[[ToolContext], ToolResult] = field(repr=False, compare=False, default=lambda ctx: ToolResult(""))

@@ -1,0 +1,258 @@
+"""End-to-end: the real `i` process, real tools and sessions, the scripted model over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from i_core.scripted import ScriptedModel
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture
+def env(dirs, tmp_path):
+    """The environment of an `i` process: isolated directories, an API key to keep secret."""
+    value = dict(os.environ)
+    value.update({"I_CONFIG_DIR": str(dirs["config"]), "I_DATA_DIR": str(dirs["data"]),
+                  "I_CACHE_DIR": str(dirs["cache"]), "I_RUNTIME_DIR": str(dirs["runtime"]),
+                  "TEST_MODEL_KEY": "sk-test-secret-value-1234567890", "I_APPROVAL_TOKEN": "approval-secret"})
+    return value
+
+
+def write_config(dirs, base_url: str, **extra) -> Path:
+    config = {"protocol": "openai", "base_url": base_url, "model": "scripted-1", "api_key_env": "TEST_MODEL_KEY",
+              "max_tokens": 512, "retries": 3, "timeout": 20, "stream": False,
+              "budget": {"context_window": 100000}}
+    config.update(extra)
+    path = dirs["config"] / "config.json"
+    path.write_bytes(orjson.dumps(config))
+    return path
+
+
+def i(env, *args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "i_core", *args], env=env, capture_output=True, text=True,
+                          input=input, timeout=timeout)
+
+
+def tool_call(name: str, arguments, call_id: str | None = None) -> dict:
+    call = {"name": name, "arguments": arguments}
+    if call_id:
+        call["id"] = call_id
+    return call
+
+
+def tool_messages(request) -> list[dict]:
+    return [m for m in request.body["messages"] if m.get("role") == "tool"]
+
+
+def test_read_task_runs_the_read_tool_and_prints_the_answer(env, dirs, project):
+    with ScriptedModel([{"tool_calls": [tool_call("read", {"path": "README.md"})]},
+                        {"text": "It is a demo project."}]) as model:
+        write_config(dirs, model.base_url)
+        result = i(env, "-C", str(project), "read README.md and summarise it")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "It is a demo project."
+    assert len(model.requests) == 2
+    second = model.requests[1]
+    assert "# demo project" in tool_messages(second)[0]["content"]
+    assert second.headers.get("authorization") == "<redacted>"  # sent, but never recorded in clear
+    assert "1 tool call(s) (read)" in result.stderr
+
+
+def test_session_name_twice_continues_the_conversation(env, dirs, project):
+    with ScriptedModel([{"text": "first answer"}, {"text": "second answer"}]) as model:
+        write_config(dirs, model.base_url)
+        assert i(env, "-C", str(project), "--session-name", "s1", "hello").returncode == 0
+        again = i(env, "-C", str(project), "--session-name", "s1", "and again")
+    assert again.returncode == 0, again.stderr
+    sent = [m.get("content") for m in model.requests[1].body["messages"]]
+    assert sent[1:] == ["hello", "first answer", "and again"]
+    saved = orjson.loads((project / ".i" / "sessions" / "s1.json").read_bytes())
+    assert [m["content"] for m in saved["messages"][1:]] == ["hello", "first answer", "and again", "second answer"]
+    text = (project / ".i" / "sessions" / "s1.json").read_text()
+    assert "sk-test-secret-value" not in text
+
+
+def test_streaming_prints_text_as_it_arrives(env, dirs, project):
+    with ScriptedModel([{"text": "streamed words arrive in pieces"}]) as model:
+        write_config(dirs, model.base_url, stream=True)
+        result = i(env, "-C", str(project), "hi")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "streamed words arrive in pieces"
+    assert model.requests[0].body["stream"] is True
+
+
+def test_anthropic_protocol_end_to_end(env, dirs, project):
+    with ScriptedModel([{"tool_calls": [tool_call("read", {"path": "README.md"})]}, {"text": "done"}]) as model:
+        write_config(dirs, model.root_url, protocol="anthropic")
+        result = i(env, "-C", str(project), "read it")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "done"
+    assert model.requests[0].path == "/v1/messages"
+    blocks = model.requests[1].body["messages"][-1]["content"]
+    assert blocks[0]["type"] == "tool_result" and "# demo project" in json.dumps(blocks[0])
+
+
+def session_bytes(project: Path) -> bytes:
+    return (project / ".i" / "sessions" / "s.json").read_bytes()
+
+
+@pytest.mark.parametrize("step, message", [
+    ({"raw_body": b"{not json"}, "a body that is not JSON"),
+    ({"redirect": "http://127.0.0.2:9/elsewhere"}, "redirects are not followed"),
+    ({"status": 400, "error_message": "model 'scripted-1' does not exist"}, "model 'scripted-1' does not exist"),
+])
+def test_model_failures_are_clear_and_keep_the_last_checkpoint(env, dirs, project, step, message):
+    with ScriptedModel([{"text": "ok"}, step]) as model:
+        write_config(dirs, model.base_url, retries=0)
+        assert i(env, "-C", str(project), "--session-name", "s", "one").returncode == 0
+        before = session_bytes(project)
+        result = i(env, "-C", str(project), "--session-name", "s", "two")
+    assert result.returncode == 4, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert session_bytes(project) == before
+
+
+def test_500_three_times_then_200_retries_and_announces_each_retry(env, dirs, project, tmp_path, write_manifest):
+    log = tmp_path / "events.jsonl"
+    manifest = write_manifest({"hooks": [{"events": ["request_retry", "before_request", "after_response"],
+                                          "exec": [sys.executable, str(HERE / "workers" / "recorder_worker.py"), str(log)]}]})
+    steps = [{"status": 500, "error_message": "overloaded"}] * 3 + [{"text": "finally"}]
+    with ScriptedModel(steps) as model:
+        write_config(dirs, model.base_url, retries=3)
+        result = i(env, "-C", str(project), "--manifest", str(manifest), "go")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "finally"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["event"] for e in events] == ["before_request", "request_retry", "request_retry", "request_retry", "after_response"]
+    assert [e["data"]["attempt"] for e in events if e["event"] == "request_retry"] == [1, 2, 3]
+
+
+def test_model_that_never_answers_times_out(env, dirs, project):
+    with ScriptedModel([{"delay": 30, "text": "late"}]) as model:
+        write_config(dirs, model.base_url, retries=0, timeout=1)
+        result = i(env, "-C", str(project), "hi")
+    assert result.returncode == 4 and "tim" in result.stderr.lower()
+
+
+def test_response_over_the_cap_is_refused(env, dirs, project):
+    with ScriptedModel([{"body_bytes": 49 * 1024 * 1024}]) as model:
+        write_config(dirs, model.base_url, retries=0)
+        result = i(env, "-C", str(project), "hi")
+    assert result.returncode == 4 and "exceeds the 50331648 byte cap" in result.stderr
+
+
+def test_unknown_tool_and_bad_json_arguments_go_back_to_the_model(env, dirs, project):
+    with ScriptedModel([{"tool_calls": [tool_call("teleport", {"to": "mars"}), tool_call("read", "{not json")]},
+                        {"text": "understood"}]) as model:
+        write_config(dirs, model.base_url)
+        result = i(env, "-C", str(project), "go")
+    assert result.returncode == 0, result.stderr
+    results = tool_messages(model.requests[1])
+    assert "unknown tool 'teleport'" in results[0]["content"]
+    assert "not valid JSON" in results[1]["content"]
+
+
+def test_duplicate_tool_call_ids_are_a_clear_error(env, dirs, project):
+    with ScriptedModel([{"tool_calls": [tool_call("read", {"path": "a"}, "same"), tool_call("read", {"path": "b"}, "same")]}]) as model:
+        write_config(dirs, model.base_url)
+        result = i(env, "-C", str(project), "--session-name", "s", "go")
+    assert result.returncode == 4 and "duplicate tool call id 'same'" in result.stderr
+    assert not (project / ".i" / "sessions" / "s.json").exists()
+
+
+def test_non_interactive_run_refuses_tools_that_need_approval(env, dirs, project):
+    with ScriptedModel([{"tool_calls": [tool_call("write", {"path": "out.txt", "content": "x"})]}, {"text": "ok"}]) as model:
+        write_config(dirs, model.base_url)
+        result = i(env, "-C", str(project), "write it")
+    assert result.returncode == 0, result.stderr
+    assert "needs the user's approval" in tool_messages(model.requests[1])[0]["content"]
+    assert not (project / "out.txt").exists()
+
+
+def test_yolo_runs_tools_and_shell_never_sees_the_approval_token(env, dirs, project):
+    steps = [{"tool_calls": [tool_call("write", {"path": "out.txt", "content": "written"}),
+                             tool_call("shell", {"command": "echo token=${I_APPROVAL_TOKEN:-absent}"})]},
+             {"text": "ok"}]
+    with ScriptedModel(steps) as model:
+        write_config(dirs, model.base_url)
+        result = i(env, "-C", str(project), "--yolo", "write it")
+    assert result.returncode == 0, result.stderr
+    assert (project / "out.txt").read_text() == "written"
+    assert "token=absent" in tool_messages(model.requests[1])[1]["content"]
+
+
+def test_approval_hook_can_deny_even_with_yolo_and_failures_never_allow(env, dirs, project, write_manifest):
+    (dirs["config"] / "approval.json").write_text('{"deny_tools":["write"]}')
+    approval = [sys.executable, "-m", "i_core", "--runtime", "worker", "approval"]
+    manifest = write_manifest({"hooks": [{"events": ["tool_approval"], "exec": approval}]})
+    with ScriptedModel([{"tool_calls": [tool_call("write", {"path": "o.txt", "content": "x"})]}, {"text": "ok"}]) as model:
+        write_config(dirs, model.base_url)
+        result = i(env, "-C", str(project), "--yolo", "--manifest", str(manifest), "go")
+    assert result.returncode == 0, result.stderr
+    assert "denied by the approval policy" in tool_messages(model.requests[1])[0]["content"]
+    (dirs["config"] / "approval.json").write_text('{"mode":"bogus"}')
+    with ScriptedModel([{"tool_calls": [tool_call("write", {"path": "o.txt", "content": "x"})]}, {"text": "ok"}]) as model:
+        write_config(dirs, model.base_url)
+        result = i(env, "-C", str(project), "--yolo", "--manifest", str(manifest), "go")
+    assert "approval policy failed" in tool_messages(model.requests[1])[0]["content"]
+    assert not (project / "o.txt").exists()
+
+
+def test_truncated_session_file_is_an_error_and_left_untouched(env, dirs, project):
+    path = project / ".i" / "sessions" / "s.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"format":"i-session/1","messages":[{"role":"sys')
+    with ScriptedModel([{"text": "never"}]) as model:
+        write_config(dirs, model.base_url)
+        result = i(env, "-C", str(project), "--session-name", "s", "hi")
+    assert result.returncode == 3 and "corrupt or truncated" in result.stderr
+    assert path.read_bytes() == b'{"format":"i-session/1","messages":[{"role":"sys'
+    assert model.requests == []
+
+
+def test_session_of_another_workspace_is_refused(env, dirs, project, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    session = tmp_path / "shared.json"
+    with ScriptedModel([{"text": "one"}, {"text": "never"}]) as model:
+        write_config(dirs, model.base_url)
+        assert i(env, "-C", str(project), "--session", str(session), "hi").returncode == 0
+        result = i(env, "-C", str(other), "--session", str(session), "hi")
+    assert result.returncode == 3 and "belongs to another workspace" in result.stderr
+    assert len(model.requests) == 1
+
+
+def test_context_snapshot_then_delta_then_nothing(env, dirs, project, tmp_path, write_manifest):
+    entries = tmp_path / "entries.json"
+    entries.write_text('{"build": "make"}')
+    log = tmp_path / "log.jsonl"
+    worker = [sys.executable, str(HERE / "workers" / "recorder_worker.py"), str(log), "context", str(entries)]
+    manifest = write_manifest({"hooks": [{"events": ["before_turn"], "exec": worker}]})
+    with ScriptedModel([{"text": "a"}, {"text": "b"}, {"text": "c"}]) as model:
+        write_config(dirs, model.base_url)
+        assert i(env, "-C", str(project), "--manifest", str(manifest), "--session-name", "s", "one").returncode == 0
+        entries.write_text('{"build": "make all", "lint": "ruff"}')
+        assert i(env, "-C", str(project), "--manifest", str(manifest), "--session-name", "s", "two").returncode == 0
+        assert i(env, "-C", str(project), "--manifest", str(manifest), "--session-name", "s", "three").returncode == 0
+    contexts = [m for m in model.requests[2].body["messages"] if "<context" in str(m.get("content"))]
+    assert len(contexts) == 2
+    assert 'kind="snapshot"' in contexts[0]["content"] and '"make"' in contexts[0]["content"]
+    assert 'kind="delta"' in contexts[1]["content"] and '"make all"' in contexts[1]["content"]
+    assert "untrusted" in contexts[0]["content"]
+    # The system prompt and the prefix were never rewritten: request 1's messages are a prefix of request 3's.
+    first = model.requests[0].body["messages"]
+    assert model.requests[2].body["messages"][: len(first)] == first
+
+
+def test_exit_code_for_configuration_errors(env, dirs, project):
+    (dirs["config"] / "config.json").write_text('{"base_url":"http://127.0.0.1:1/v1","model":"m","api_key":"sk-x"}')
+    result = i(env, "-C", str(project), "hi")
+    assert result.returncode == 3 and "never store credentials" in result.stderr

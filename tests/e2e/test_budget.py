@@ -1,0 +1,45 @@
+"""The core with the real budget worker."""
+
+from __future__ import annotations
+
+from i_core.scripted import ScriptedModel
+
+
+def test_budget_exhausted_without_compactor_fails_before_any_http(i, write_config, plugins, project):
+    plugins("budget")
+    with ScriptedModel([{"text": "never"}]) as model:
+        write_config(model.base_url, max_tokens=100, budget={"context_window": 1024})
+        result = i("-C", str(project), "x" * 5000)
+    assert result.returncode == 5, result.stderr
+    assert "no compactor is installed" in result.stderr
+    assert model.requests == []
+
+
+def test_tool_output_is_cut_to_the_budget_with_a_marker(i, write_config, plugins, project):
+    (project / "big.txt").write_text("line of text\n" * 20000)
+    plugins("budget")
+    with ScriptedModel([{"tool_calls": [{"name": "read", "arguments": {"path": "big.txt", "limit": 20000}}]},
+                        {"text": "ok"}]) as model:
+        write_config(model.base_url, budget={"context_window": 20000, "tool_output_ratio": 0.05})
+        result = i("-C", str(project), "read big.txt")
+    assert result.returncode == 0, result.stderr
+    output = [m for m in model.requests[1].body["messages"] if m["role"] == "tool"][0]["content"]
+    assert "cut by the tool-output budget" in output
+    assert len(output.encode()) <= 20000 * 0.05 + 200
+
+
+def test_usage_anchor_is_used_on_the_next_request(i, write_config, plugins, project, dirs):
+    plugins("budget")
+    steps = [{"text": "one", "usage": {"prompt_tokens": 900, "completion_tokens": 10, "total_tokens": 910}},
+             {"text": "two"}]
+    with ScriptedModel(steps) as model:
+        write_config(model.base_url)
+        assert i("-C", str(project), "--session-name", "s", "hello").returncode == 0
+        import orjson
+
+        saved = orjson.loads((project / ".i" / "sessions" / "s.json").read_bytes())
+        anchor = saved["meta"]["usage_anchor"]
+        assert anchor["input_tokens"] == 900 and anchor["output_tokens"] == 10
+        assert anchor["prefix_fingerprint"].startswith("sha256:")
+        result = i("-C", str(project), "--session-name", "s", "again")
+    assert result.returncode == 0, result.stderr
