@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import orjson
+
 from i_protocol import encode_frame
 from i_protocol.host import WorkerProcess
 

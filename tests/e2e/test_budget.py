@@ -23,7 +23,7 @@ def test_tool_output_is_cut_to_the_budget_with_a_marker(i, write_config, plugins
         write_config(model.base_url, budget={"context_window": 20000, "tool_output_ratio": 0.05})
         result = i("-C", str(project), "read big.txt")
     assert result.returncode == 0, result.stderr
-    output = [m for m in model.requests[1].body["messages"] if m["role"] == "tool"][0]["content"]
+    output = next(m for m in model.requests[1].body["messages"] if m["role"] == "tool")["content"]
     assert "cut by the tool-output budget" in output
     assert len(output.encode()) <= 20000 * 0.05 + 200
 
