@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> None:
-    """Replace ``path`` with ``data`` so readers see the old or the new content, never a mix."""
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so readers see the old or the new content, never a mix.
+
+    ``durable=False`` skips the two fsyncs: the replacement stays atomic for readers, but a
+    power loss may lose it. Right for statistics, wrong for sessions and user data.
+    """
     target = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(target))
     os.makedirs(directory, exist_ok=True)
@@ -17,7 +21,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -25,7 +30,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(directory)
+    if durable:
+        _fsync_dir(directory)
 
 
 def _fsync_dir(directory: str) -> None:

@@ -176,7 +176,9 @@ def locked_stats(path: Path) -> Iterator[dict[str, Any]]:
             yield data
             data["updated_at"] = now()
             _trim(data)
-            atomic_write_bytes(path, orjson.dumps(data))
+            # Statistics, not user data: atomic for readers, but no fsync on every request (it was
+            # most of a turn's hook cost); a power loss can lose the last few records at worst.
+            atomic_write_bytes(path, orjson.dumps(data), durable=False)
     except Timeout:
         raise CacheError(f"{path}: timed out after {LOCK_TIMEOUT_S}s waiting for the stats lock") from None
 
