@@ -67,9 +67,7 @@ class Request:
             return self._context.workspace_id
         if self._context.workspace is None:
             raise WorkerError("request has neither workspace_id nor workspace; cannot locate workspace state")
-        from .workspace import workspace_id_for
-
-        return workspace_id_for(self._context.workspace, self.paths.data_dir)
+        return self._worker.workspace_id_for(self._context.workspace, self.paths.data_dir)
 
     def state_dir(self) -> Path:
         """``data_dir/workspaces/<id>/``: this workspace's persistent state folder."""
@@ -91,6 +89,7 @@ class Worker:
         self._config_override: str | None = None
         self._config_cache = ConfigCache()
         self._env_paths: Paths | None = None
+        self._workspace_ids: dict[tuple[str, str], str] = {}
 
     # -- registration -------------------------------------------------------------------
 
@@ -147,6 +146,16 @@ class Worker:
         if self._env_paths is None:
             self._env_paths = paths_from_env()
         return self._env_paths
+
+    def workspace_id_for(self, workspace: str, data_dir: str) -> str:
+        """The registry's id of ``workspace``, remembered for this process (bindings never change)."""
+        key = (workspace, data_dir)
+        found = self._workspace_ids.get(key)
+        if found is None:
+            from .workspace import workspace_id_for
+
+            found = self._workspace_ids[key] = workspace_id_for(workspace, data_dir)
+        return found
 
     def load_config(self, config_dir: str) -> WorkerConfig:
         """Load this module's config for ``config_dir`` (cached until the file changes)."""

@@ -160,27 +160,52 @@ def locked_stats(path: Path) -> Iterator[dict[str, Any]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
-            try:
-                raw = _read_bounded(path)
-            except FileNotFoundError:
-                data = empty_stats()
+            # The document this process wrote last is reused when the file is still that very file
+            # (same inode, mtime and size: every replacement is a new inode), saving a parse per call.
+            # A failed update drops the memo, so a half-changed document is never reused.
+            remembered = _written.pop(str(path), None)
+            signature = _signature(path)
+            if remembered is not None and signature is not None and remembered[0] == signature:
+                data = remembered[1]
             else:
-                try:
-                    data = parse_stats(raw)
-                except ValueError as exc:
-                    aside = set_aside(path)
-                    raise CorruptStats(
-                        f"{path}: cache stats file is corrupt ({exc}); moved aside to {aside.name}; "
-                        "the next request starts a new stats file"
-                    ) from None
+                data = _load(path)
             yield data
             data["updated_at"] = now()
             _trim(data)
             # Statistics, not user data: atomic for readers, but no fsync on every request (it was
             # most of a turn's hook cost); a power loss can lose the last few records at worst.
             atomic_write_bytes(path, orjson.dumps(data), durable=False)
+            new_signature = _signature(path)
+            if new_signature is not None:
+                _written[str(path)] = (new_signature, data)
     except Timeout:
         raise CacheError(f"{path}: timed out after {LOCK_TIMEOUT_S}s waiting for the stats lock") from None
+
+
+_written: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        raw = _read_bounded(path)
+    except FileNotFoundError:
+        return empty_stats()
+    try:
+        return parse_stats(raw)
+    except ValueError as exc:
+        aside = set_aside(path)
+        raise CorruptStats(
+            f"{path}: cache stats file is corrupt ({exc}); moved aside to {aside.name}; "
+            "the next request starts a new stats file"
+        ) from None
 
 
 def _trim(data: dict[str, Any]) -> None:
