@@ -1,0 +1,1 @@
+"""Compaction worker for the i agent runtime"""

@@ -1,0 +1,79 @@
+"""Canonical ``<continuation_summary>`` normalization of a summary (seed 002)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .history import SUMMARY_CLOSE, SUMMARY_OPEN
+from .textsafe import scrub
+
+_OPEN = re.compile(r"<\s*continuation_summary\b[^<>\n]*>", re.I)
+_CLOSE = re.compile(r"<\s*/\s*continuation_summary\s*>", re.I)
+_BLOCK = re.compile(r"<\s*continuation_summary\b[^<>\n]*>(.*?)<\s*/\s*continuation_summary\s*>", re.I | re.S)
+# Tag fragments a model sometimes emits: "<continuation_summary", "continuation_summary>", "</continuation_summary".
+_FRAGMENT = re.compile(r"<\s*/?\s*continuation_summary\b[^<>\n]*>?|(?<![\w<])/?continuation_summary\s*>", re.I)
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*$", re.M)
+_BLANKS = re.compile(r"\n{3,}")
+
+PLAIN_TEXT = "plain_text"
+WRAPPED_BLOCK = "wrapped_block"
+EXTRACTED_BLOCK = "extracted_block"
+REPAIRED_TAGS = "repaired_tags"
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """The canonical block (empty string when the body is empty) and how it was obtained."""
+
+    summary: str
+    body: str
+    kind: str
+    blocks: int
+
+
+def normalize_summary(text: str) -> Normalized:
+    """One canonical block from plain text, a wrapped block, several blocks or malformed tags."""
+    text = scrub(text).replace("\r\n", "\n").strip()
+    blocks = [m.group(1) for m in _BLOCK.finditer(text)]
+    if blocks:
+        outside = _BLOCK.sub("", text)
+        outside = _FENCE_LINE.sub("", outside).strip()
+        kind = WRAPPED_BLOCK if len(blocks) == 1 and not outside else EXTRACTED_BLOCK
+        bodies = [_clean_body(b) for b in blocks]
+        body = "\n\n".join(b for b in bodies if b)
+    elif _OPEN.search(text) or _CLOSE.search(text) or _FRAGMENT.search(text):
+        kind = REPAIRED_TAGS
+        opened = _OPEN.search(text)
+        if opened:
+            text = text[opened.end() :]
+        closed = _CLOSE.search(text)
+        if closed:
+            text = text[: closed.start()]
+        body = _clean_body(text)
+    else:
+        kind = PLAIN_TEXT
+        body = _clean_body(text)
+    if not body:
+        return Normalized(summary="", body="", kind=kind, blocks=len(blocks))
+    return Normalized(summary=canonical(body), body=body, kind=kind, blocks=len(blocks))
+
+
+def canonical(body: str) -> str:
+    """Wrap a cleaned body in the single canonical block."""
+    return f"{SUMMARY_OPEN}\n{body}\n{SUMMARY_CLOSE}"
+
+
+def _clean_body(text: str) -> str:
+    text = _FRAGMENT.sub("", text)
+    text = _strip_outer_fence(text.strip())
+    return _BLANKS.sub("\n\n", text).strip()
+
+
+def _strip_outer_fence(text: str) -> str:
+    lines = text.split("\n")
+    if len(lines) >= 2 and _FENCE_LINE.fullmatch(lines[0]) and _FENCE_LINE.fullmatch(lines[-1]):
+        return "\n".join(lines[1:-1]).strip()
+    if lines and _FENCE_LINE.fullmatch(lines[0]) and len(lines) == 1:
+        return ""
+    return text

@@ -1,0 +1,64 @@
+"""Cut selection: where the summarised prefix ends and the untouched suffix begins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .history import approx_size, boundaries, is_real_user, is_summary_message
+
+USER_ALIGNMENT_SHARE = 0.5
+"""A user-aligned cut is preferred while it still compacts at least this share of what the
+latest assistant-aligned cut would (measured in content size)."""
+
+
+@dataclass(frozen=True)
+class CutChoice:
+    """The chosen cut (None to decline), why, and how it is aligned."""
+
+    cut: int | None
+    reason: str
+    alignment: str | None = None
+
+
+def choose_cut(history: list[dict[str, Any]], keep_recent: int) -> CutChoice:
+    """The best safe cut keeping at least ``keep_recent`` messages and whole tool batches.
+
+    Valid cuts satisfy ``2 <= cut < len(history)``, start at a user or assistant message
+    outside any tool batch, and leave something other than an old summary to summarise.
+    """
+    n = len(history)
+    latest = min(n - keep_recent, n - 1)
+    if latest < 2:
+        return CutChoice(None, "history_too_short")
+    ok = boundaries(history)
+    best_any = best_user = None
+    for k in range(latest, 1, -1):
+        if not ok[k]:
+            continue
+        if best_any is None:
+            best_any = k
+        if is_real_user(history, k):
+            best_user = k
+            break
+    if best_any is None:
+        return CutChoice(None, "no_safe_cut")
+    candidates = [(best_any, str(history[best_any].get("role")))]
+    if best_user is not None and best_user != best_any:
+        # Sizes of new content only: an old summary in the prefix must not make a user-aligned
+        # cut look worthwhile when it would compact almost nothing new.
+        user_size = sum(approx_size(m) for m in history[1:best_user] if not is_summary_message(m))
+        any_size = user_size + sum(approx_size(m) for m in history[best_user:best_any])
+        if user_size >= USER_ALIGNMENT_SHARE * any_size:
+            candidates.insert(0, (best_user, "user"))
+    elif best_user == best_any:
+        candidates = [(best_any, "user")]
+    for cut, alignment in candidates:
+        if not all(is_summary_message(m) for m in history[1:cut]):
+            return CutChoice(cut, "", alignment)
+    return CutChoice(None, "nothing_to_compact")
+
+
+def is_valid_cut(history: list[dict[str, Any]], cut: int) -> bool:
+    """The core's acceptance rule plus "never inside a tool batch"."""
+    return 2 <= cut < len(history) and boundaries(history)[cut]

@@ -1,0 +1,592 @@
+"""Protocol-aware reduction of tool results (seed 003).
+
+A large structured tool result can hold a transaction id near its start, an exit status in the
+middle and the only artifact path at its end; head/tail slicing keeps a plausible fragment and
+loses exactly what a resumed task needs. This module instead builds a bounded *envelope*:
+
+- producer-declared omissions (``retention.omit_when_summarizing``) are removed first, and every
+  later path (envelope, overflow list, approvals) works on that stripped copy;
+- pending approvals keep their id, kind, title, status/mode and their ``resume`` call byte for
+  byte (the raw JSON span as the producer wrote it); past 12,000 characters of resume arguments
+  the whole resume is dropped for a recovery marker, because a truncated call is not a call;
+- ids, statuses, truncation flags and their ``*Omitted/*Bytes/*Chars/*Entries/*Lines`` counters,
+  ``retention.importance/facts``, permission fields and recovery indexes are kept;
+- unrelated bulky strings and long arrays are replaced by explicit counters;
+- when the envelope still exceeds the cap, a list of recovery fields (bounded by the same cap)
+  replaces it, with the staged approval carried verbatim ahead of that list.
+
+Plain-text results over the cap become a text envelope: extracted ids and error lines, then
+line-aligned head and tail with the omitted line and character counts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from .jsonspan import keyed_value_span, value_span
+
+TOOL_RESULT_CAP = 6000
+"""Characters of one reduced tool result (verbatim approvals come on top of it)."""
+RESUME_ARGUMENTS_LIMIT = 12000
+"""Characters of resume arguments past which the whole resume call is dropped."""
+ARRAY_CAP = 20
+"""Generic array cap: the producer's own listing limit, so a full listing survives whole."""
+STRING_CAP = 400
+"""Unprotected strings longer than this are replaced by a short preview and a counter."""
+MAX_DEPTH = 10
+
+ID_PATTERN = re.compile(
+    r"\b(?:approval|plan|tx|job|run|todo|research|source)_(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9][A-Za-z0-9_-]{2,}"
+)
+_COUNTER_KEY = re.compile(
+    r"(?:Omitted|Bytes|Chars|Entries|Lines|Count|Total)$|^(?:omitted|total|count)_?|_(?:omitted|bytes|chars|entries|lines|count|total)$"
+)
+_ID_KEY = re.compile(r"(?:^id$|_id$|Id$|^ids$|_ids$|Ids$)")
+_PROTECTED_KEYS = frozenset(
+    {
+        "id",
+        "kind",
+        "status",
+        "state",
+        "mode",
+        "title",
+        "path",
+        "paths",
+        "planPath",
+        "file",
+        "file_path",
+        "filename",
+        "destructive",
+        "revision",
+        "supersedes",
+        "propose",
+        "truncated",
+        "partial",
+        "exit_code",
+        "exitCode",
+        "code",
+        "executable",
+        "command",
+        "startedAt",
+        "started_at",
+        "startTime",
+        "finishedAt",
+        "ok",
+        "error",
+        "errors",
+        "tool",
+        "action",
+        "permissionMode",
+        "activePlan",
+        "pendingPlan",
+        "pendingApprovals",
+        "commitEdits",
+        "allowCommands",
+        "allowWeb",
+        "role",
+        "budget",
+        "passes",
+        "toolCalls",
+        "maxPasses",
+        "maxToolCalls",
+        "url",
+        "hash",
+        "timestamp",
+        "fetchedAt",
+        "contentPath",
+        "importance",
+        "facts",
+        "approval",
+        "approvals",
+        "plans",
+        "jobs",
+        "recentTransactions",
+        "recentRuns",
+        "recentTaskBoards",
+        "recentResearchProjects",
+        "project",
+        "agentRun",
+        "capabilities",
+        "retention",
+        "name",
+        "version",
+    }
+)
+_ERROR_LINE = re.compile(
+    r"(?i)(?:error\b|exception\b|traceback|\bfailed\b|\bfailure\b|\bfatal\b|\bpanic\b|exit (?:code|status)\s*[1-9])"
+)
+_ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic", "exit")
+_SENTINEL = "\x00i-compact-raw-{}\x00"
+_DATA_URL = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=\s]{16,}")
+_RAW_BASE64 = re.compile(r"[A-Za-z0-9+/]{400,}={0,2}")
+
+
+def strip_payloads(text: str) -> str:
+    """Replace base64 data URLs and long raw base64 runs by a marker with their size."""
+    if "base64," in text:
+        text = _DATA_URL.sub(lambda m: f"[base64 payload of {len(m.group(0))} chars stripped]", text)
+    if len(text) >= 400:
+        text = _RAW_BASE64.sub(_raw_base64, text)
+    return text
+
+
+def _raw_base64(match: re.Match[str]) -> str:
+    run = match.group(0)
+    # Real base64 mixes cases and digits; a run of one letter or a hex digest is not a payload.
+    sample = run[:400]
+    mixed = any(c.isupper() for c in sample) and any(c.islower() for c in sample) and any(c.isdigit() for c in sample)
+    return f"[base64-like run of {len(run)} chars stripped]" if mixed else run
+
+
+@lru_cache(maxsize=4096)
+def _is_id_key(key: str) -> bool:
+    return bool(_ID_KEY.search(key))
+
+
+@lru_cache(maxsize=4096)
+def _is_counter_key(key: str) -> bool:
+    return bool(_COUNTER_KEY.search(key))
+
+
+@dataclass
+class Approval:
+    """A pending approval found in a tool result, with its resume call kept verbatim."""
+
+    id: str
+    kind: str | None = None
+    title: str | None = None
+    status: str | None = None
+    mode: str | None = None
+    destructive: bool | None = None
+    resume: str | None = None
+    """Raw JSON text of the resume call exactly as the producer wrote it, or None."""
+    resume_dropped: str | None = None
+    """Recovery marker when the resume call was dropped for its size."""
+
+    def line(self) -> str:
+        """One self-contained line: the approval and the exact call to re-issue."""
+        attrs = ", ".join(
+            f"{key}={value if isinstance(value, str) else orjson.dumps(value).decode()}"
+            for key, value in (
+                ("kind", self.kind),
+                ("status", self.status),
+                ("mode", self.mode),
+                ("destructive", self.destructive),
+                ("title", self.title),
+            )
+            if value is not None
+        )
+        head = f"approval {self.id}" + (f" ({attrs})" if attrs else "")
+        if self.resume is not None:
+            return f"{head}: resume = {self.resume}"
+        return f"{head}: {self.resume_dropped or 'no resume call recorded'}"
+
+
+@dataclass
+class Reduction:
+    """The reduced rendering of one tool result and the protocol facts found in it."""
+
+    text: str
+    original_chars: int
+    structured: bool = False
+    reduced: bool = False
+    overflow: bool = False
+    approvals: list[Approval] = field(default_factory=list)
+    ids: dict[str, str] = field(default_factory=dict)
+    """id -> status (empty when unknown), in order of appearance."""
+    paths: list[str] = field(default_factory=list)
+    truncation: list[str] = field(default_factory=list)
+    omitted_by_producer: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)
+
+
+def reduce_tool_result(content: str, *, cap: int = TOOL_RESULT_CAP, facts_only: bool = False) -> Reduction:
+    """Reduce one tool result's text to a bounded, protocol-aware rendering.
+
+    ``facts_only`` (local mode) collects the protocol facts but skips building the rendering;
+    ``text`` is then the unreduced content.
+    """
+    stripped_content = content.strip()
+    if stripped_content[:1] in ("{", "[") and len(stripped_content) > 1:
+        try:
+            parsed = orjson.loads(stripped_content)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, (dict, list)):
+            return _reduce_structured(stripped_content, parsed, cap, facts_only)
+    return _reduce_text(content, cap, facts_only)
+
+
+# -- structured ---------------------------------------------------------------------------
+
+
+def _reduce_structured(raw: str, parsed: dict[str, Any] | list[Any], cap: int, facts_only: bool) -> Reduction:
+    result = Reduction(text="", original_chars=len(raw), structured=True)
+    omit = _declared_omissions(parsed)
+    stripped = _strip_paths(parsed, omit, result.omitted_by_producer)
+    _collect_facts(stripped, [], result, parent=None)
+    raw_resumes = _attach_resumes(raw, result)
+    if facts_only:
+        result.text = raw if not result.omitted_by_producer else ""
+        return result
+    if not result.omitted_by_producer and len(raw) <= cap and not result.approvals:
+        result.text = strip_payloads(raw)  # no resume call here that stripping could alter
+        return result
+    result.reduced = True
+    header = _structured_header(result)
+    # Shrink unrelated bulk step by step (longer previews first) before giving up on the envelope.
+    for preview in (300, 80, 0):
+        sentinels: dict[str, str] = {}
+        envelope = _prune(stripped, [], raw_resumes, sentinels, depth=0, preview=preview)
+        text = orjson.dumps(envelope).decode()
+        for token, resume_text in sentinels.items():
+            text = text.replace(orjson.dumps(token).decode(), resume_text, 1)
+        verbatim = sum(len(v) for v in sentinels.values())
+        if len(text) - verbatim <= cap:
+            result.text = header + text
+            return result
+    result.overflow = True
+    result.text = header + _overflow_listing(stripped, result, cap)
+    return result
+
+
+def _declared_omissions(parsed: Any) -> list[str]:
+    if not isinstance(parsed, dict):
+        return []
+    retention = parsed.get("retention")
+    if not isinstance(retention, dict):
+        return []
+    omit = retention.get("omit_when_summarizing")
+    if isinstance(omit, str):
+        omit = [omit]
+    if not isinstance(omit, list):
+        return []
+    return [p for p in omit if isinstance(p, str) and p.strip()]
+
+
+def _strip_paths(value: Any, paths: list[str], removed: list[str]) -> Any:
+    """A copy of ``value`` without the dotted ``paths`` (lists apply the rest to each element)."""
+    if not paths:
+        return value
+    tree: dict[str, Any] = {}
+    for path in paths:
+        parts = [p for p in path.removeprefix("$.").split(".") if p]
+        node = tree
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if child is None:  # a shorter path already removes this subtree
+                break
+            node = child
+        else:
+            if parts:
+                node[parts[-1]] = None
+    return _strip(value, tree, "", removed)
+
+
+def _strip(value: Any, tree: dict[str, Any], prefix: str, removed: list[str]) -> Any:
+    if isinstance(value, list):
+        return [_strip(item, tree, prefix, removed) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in tree:
+            sub = tree[key]
+            path = f"{prefix}{key}"
+            if sub is None:
+                if path not in removed:
+                    removed.append(path)
+                continue
+            out[key] = _strip(item, sub, path + ".", removed)
+        else:
+            out[key] = item
+    return out
+
+
+def _collect_facts(value: Any, path: list[str | int], result: Reduction, parent: dict[str, Any] | None) -> None:
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _collect_facts(item, [*path, index], result, parent)
+        return
+    if not isinstance(value, dict):
+        return
+    status = value.get("status") if isinstance(value.get("status"), str) else value.get("state")
+    status = status if isinstance(status, str) else ""
+    for key, item in value.items():
+        if isinstance(item, str):
+            if _is_id_key(key) and ID_PATTERN.fullmatch(item):
+                _add_id(result, item, status if key == "id" else "")
+            elif key in ("path", "planPath", "file", "file_path", "contentPath") and item not in result.paths:
+                result.paths.append(item)
+        elif isinstance(item, list) and _is_id_key(key):
+            for entry in item:
+                if isinstance(entry, str) and ID_PATTERN.fullmatch(entry):
+                    _add_id(result, entry, "")
+        if (key == "truncated" or key == "partial") and item is True:
+            result.truncation.append(_dotted([*path, key]) + "=true")
+        elif _is_counter_key(key) and isinstance(item, int) and not isinstance(item, bool) and item:
+            result.truncation.append(f"{_dotted([*path, key])}={item}")
+    if key_is_approval(value):
+        result.approvals.append(_approval_from(value, path, parent))
+    retention = value.get("retention") if not path else None
+    if isinstance(retention, dict):
+        facts = retention.get("facts")
+        if isinstance(facts, list):
+            result.facts.extend(str(f) if not isinstance(f, str) else f for f in facts[:ARRAY_CAP])
+    for key, item in value.items():
+        if isinstance(item, (dict, list)):
+            _collect_facts(item, [*path, key], result, value)
+
+
+def key_is_approval(value: dict[str, Any]) -> bool:
+    """Whether a dict is an approval record (an approval id or a resume call)."""
+    ident = value.get("id")
+    resume = value.get("resume")
+    return (isinstance(ident, str) and ident.startswith("approval_")) or (
+        isinstance(resume, dict) and isinstance(resume.get("tool"), str)
+    )
+
+
+def _approval_from(value: dict[str, Any], path: list[str | int], parent: dict[str, Any] | None) -> Approval:
+    def text(key: str, source: dict[str, Any] | None = value) -> str | None:
+        item = source.get(key) if source else None
+        return item if isinstance(item, str) else None
+
+    approval = Approval(
+        id=text("id") or "approval (no id)",
+        kind=text("kind"),
+        title=text("title"),
+        status=text("status") or text("status", parent),
+        mode=text("mode") or text("mode", parent),
+        destructive=value.get("destructive") if isinstance(value.get("destructive"), bool) else None,
+    )
+    approval._path = path  # type: ignore[attr-defined]
+    approval._has_resume = "resume" in value  # type: ignore[attr-defined]
+    approval._resume = value.get("resume")  # type: ignore[attr-defined]
+    return approval
+
+
+def _attach_resumes(raw: str, result: Reduction) -> dict[tuple[str | int, ...], str]:
+    """Raw resume text per approval path; oversized resumes become recovery markers."""
+    raw_by_path: dict[tuple[str | int, ...], str] = {}
+    for approval in result.approvals:
+        path = list(approval._path)  # type: ignore[attr-defined]
+        if not approval._has_resume:  # type: ignore[attr-defined]
+            continue
+        span = keyed_value_span(raw, "resume", approval._resume, path)  # type: ignore[attr-defined]
+        if span is None:
+            continue
+        resume_text = raw[span[0] : span[1]]
+        args_span = value_span(resume_text, ["arguments"])
+        args_chars = 0 if args_span is None else args_span[1] - args_span[0]
+        if args_chars > RESUME_ARGUMENTS_LIMIT:
+            approval.resume_dropped = (
+                f"resume call dropped: its arguments are {args_chars} characters (over "
+                f"{RESUME_ARGUMENTS_LIMIT}) and a truncated call is not a call; recover it with "
+                f'workspace_inspect {{"action":"changes"}} and approval id {approval.id}'
+            )
+            raw_by_path[tuple(path)] = orjson.dumps({"dropped": approval.resume_dropped}).decode()
+            continue
+        approval.resume = resume_text
+        raw_by_path[tuple(path)] = approval.resume
+    return raw_by_path
+
+
+def _prune(
+    value: Any,
+    path: list[str | int],
+    raw_resumes: dict[tuple[str | int, ...], str],
+    sentinels: dict[str, str],
+    depth: int,
+    protected: bool = False,
+    preview: int = 300,
+) -> Any:
+    if isinstance(value, str):
+        if value.startswith("data:") and ";base64," in value[:100]:
+            return f"[base64 payload of {len(value)} chars stripped]"
+        if protected or len(value) <= max(preview, 40):
+            return value
+        return f"{value[:preview]}…[{len(value) - preview} more chars omitted]"
+    if isinstance(value, list):
+        if depth >= MAX_DEPTH:
+            return f"[array of {len(value)} entries omitted: too deep]"
+        items = [
+            _prune(item, [*path, i], raw_resumes, sentinels, depth + 1, protected, preview)
+            for i, item in enumerate(value[:ARRAY_CAP])
+        ]
+        if len(value) > ARRAY_CAP:
+            items.append(f"…[{len(value) - ARRAY_CAP} more entries omitted]")
+        return items
+    if not isinstance(value, dict):
+        return value
+    if depth >= MAX_DEPTH:
+        return f"{{object of {len(value)} keys omitted: too deep}}"
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        child_path = [*path, key]
+        if key == "resume" and tuple(path) in raw_resumes:
+            token = _SENTINEL.format(len(sentinels))
+            sentinels[token] = raw_resumes[tuple(path)]
+            out[key] = token
+            continue
+        keep = protected or key in _PROTECTED_KEYS or _is_id_key(key) or _is_counter_key(key)
+        out[key] = _prune(
+            item, child_path, raw_resumes, sentinels, depth + 1, keep and not isinstance(item, (dict, list)), preview
+        )
+    return out
+
+
+def _structured_header(result: Reduction) -> str:
+    parts = [f"[structured tool result, {result.original_chars} chars, reduced to a protocol-aware envelope"]
+    if result.omitted_by_producer:
+        parts.append("; omitted as the producer declared: " + ", ".join(result.omitted_by_producer))
+    if result.truncation:
+        parts.append("; PARTIAL: " + ", ".join(result.truncation[:10]))
+    return "".join(parts) + "]\n"
+
+
+def _overflow_listing(stripped: Any, result: Reduction, cap: int) -> str:
+    lines = [f"[envelope over the {cap}-character cap: recovery fields follow instead of a sliced payload]"]
+    lines.extend(a.line() for a in result.approvals)
+    # Flags, counters and exit codes first, then ids, then the rest: what a resumed task needs
+    # most survives a tight cap.
+    ranked = sorted(_recovery_fields(stripped, []), key=lambda item: _field_rank(item[0]))
+    used = 0
+    kept = 0
+    for dotted, item in ranked:
+        line = f"{dotted} = {orjson.dumps(item).decode()}"
+        if used + len(line) + 1 > cap:
+            break
+        lines.append(line)
+        used += len(line) + 1
+        kept += 1
+    if kept < len(ranked):
+        lines.append(f"…[{len(ranked) - kept} more recovery fields omitted by the cap]")
+    return "\n".join(lines)
+
+
+def _field_rank(dotted: str) -> int:
+    key = dotted.rsplit(".", 1)[-1].split("[", 1)[0]
+    if key in ("truncated", "partial", "exit_code", "exitCode", "status", "permissionMode") or _is_counter_key(key):
+        return 0
+    if _is_id_key(key):
+        return 1
+    return 2
+
+
+def _recovery_fields(value: Any, path: list[str | int]) -> Any:
+    if isinstance(value, list):
+        for index, item in enumerate(value[:ARRAY_CAP]):
+            yield from _recovery_fields(item, [*path, index])
+        return
+    if not isinstance(value, dict):
+        return
+    for key, item in value.items():
+        if key == "resume":
+            continue  # carried verbatim ahead of the list
+        if isinstance(item, (dict, list)):
+            if key in ("facts", "importance") and isinstance(item, list):
+                yield _dotted([*path, key]), item[:ARRAY_CAP]
+                continue
+            yield from _recovery_fields(item, [*path, key])
+        elif key in _PROTECTED_KEYS or _is_id_key(key) or _is_counter_key(key):
+            if isinstance(item, str) and len(item) > STRING_CAP:
+                item = f"{item[:120]}…[{len(item) - 120} more chars omitted]"
+            yield _dotted([*path, key]), item
+
+
+def _dotted(path: list[str | int]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+def _add_id(result: Reduction, ident: str, status: str) -> None:
+    if status or ident not in result.ids:
+        result.ids[ident] = status or result.ids.get(ident, "")
+
+
+# -- plain text ---------------------------------------------------------------------------
+
+
+def _reduce_text(content: str, cap: int, facts_only: bool = False) -> Reduction:
+    if not facts_only:
+        content = strip_payloads(content)
+    result = Reduction(text=content, original_chars=len(content))
+    if "_" in content:
+        for match in ID_PATTERN.finditer(content):
+            _add_id(result, match.group(0), "")
+    result.errors = _error_lines(content)
+    if facts_only:
+        return result
+    lines = content.splitlines()
+    if len(content) <= cap:
+        return result
+    result.reduced = True
+    header = [f"[text tool result, {len(content)} chars in {len(lines)} lines, reduced to a bounded envelope]"]
+    if result.ids:
+        header.append("ids: " + " ".join(list(result.ids)[:60]))
+    if result.errors:
+        header.append("error lines: " + " | ".join(result.errors[:5]))
+    head_text = "\n".join(header)
+    room = max(cap - len(head_text) - 200, 400)
+    head, head_lines = _take_lines(lines, room * 6 // 10)
+    tail, tail_lines = _take_lines(list(reversed(lines[head_lines:])), room * 4 // 10)
+    tail.reverse()
+    omitted_lines = len(lines) - head_lines - tail_lines
+    omitted_chars = len(content) - sum(len(x) + 1 for x in head) - sum(len(x) + 1 for x in tail)
+    marker = f"…[{omitted_lines} lines / {max(omitted_chars, 0)} chars omitted]…"
+    result.text = "\n".join([head_text, *head, marker, *tail])
+    return result
+
+
+def _error_lines(content: str, limit: int = 8) -> list[str]:
+    """The first ``limit`` distinct lines that report an error.
+
+    ``str.find`` locates candidate words (fast C scans); only their lines meet the regex, which
+    is many times cheaper than running an alternation over the whole text.
+    """
+    lower = content.lower()
+    if len(lower) != len(content):  # lower-casing moved offsets (rare characters): plain scan
+        lines = (line for line in content.splitlines() if _ERROR_LINE.search(line))
+        return list(dict.fromkeys(line.strip()[:300] for line in lines))[:limit]
+    starts: set[int] = set()
+    for word in _ERROR_WORDS:
+        position = lower.find(word)
+        hits = 0
+        while position >= 0 and hits < 4 * limit:
+            starts.add(content.rfind("\n", 0, position) + 1)
+            hits += 1
+            position = lower.find(word, position + len(word))
+    found: list[str] = []
+    for start in sorted(starts):
+        end = content.find("\n", start)
+        line = content[start : len(content) if end < 0 else end]
+        if _ERROR_LINE.search(line):
+            clean = line.strip()[:300]
+            if clean not in found:
+                found.append(clean)
+                if len(found) == limit:
+                    break
+    return found
+
+
+def _take_lines(lines: list[str], budget: int) -> tuple[list[str], int]:
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        if len(line) > budget - used:
+            if not out and budget > 0:  # one giant line: keep a marked slice of it
+                out.append(f"{line[:budget]}…[{len(line) - budget} chars of this line omitted]")
+                return out, 1
+            break
+        out.append(line)
+        used += len(line) + 1
+    return out, len(out)

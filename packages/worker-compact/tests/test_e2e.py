@@ -1,0 +1,165 @@
+"""End to end through the real ``i-compact`` process: the whole compaction flow and its errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from builders import assistant, system, tool, user
+
+from i_protocol import ErrorFrame
+from i_protocol.host import WorkerProcess
+
+EXE = Path(sys.executable).parent / "i-compact"
+RESUME = '{"tool":"workspace_edit","arguments":{"action":"commit","transaction_id":"tx_0042"}}'
+BUDGET = {
+    "fits": False,
+    "estimate": 90000,
+    "comparable_estimate": 88000,
+    "trigger": 80000,
+    "capacity": 100000,
+    "recommend_compact": True,
+}
+
+
+@pytest.fixture
+def spawn(dirs: dict[str, str], tmp_path: Path) -> Iterator[Any]:
+    started: list[WorkerProcess] = []
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONUTF8": "1",
+        "HOME": str(tmp_path),
+        **{f"I_{k.split('_')[0].upper()}_DIR": v for k, v in dirs.items()},
+    }
+
+    def start() -> WorkerProcess:
+        process = WorkerProcess.spawn([str(EXE)], env=env, cwd=str(tmp_path))
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.close()
+
+
+def long_history() -> list[dict[str, Any]]:
+    staged = (
+        '{"ok":true,"data":{"status":"pending_approval","mode":"ask","approval":{"id":"approval_01abc",'
+        '"kind":"transaction","title":"commit edit","destructive":false,"resume":' + RESUME + "},"
+        '"markdown":"' + "plan " * 4000 + '"},"retention":{"omit_when_summarizing":["data.markdown"]}}'
+    )
+    messages = [system(), user("Port the lexer to Rust. Do not touch CI config.")]
+    messages += [assistant("", [("c1", "write", '{"path":"src/lexer.rs","content":"fn main(){}"}')]), tool("c1", "ok")]
+    messages += [assistant("", [("c2", "workspace_edit", "{}")]), tool("c2", staged)]
+    messages += [
+        assistant("", [("c3", "shell", '{"cmd":"cargo test"}')]),
+        tool(
+            "c3",
+            "job_900aa running\nerror[E0425]: cannot find value `tok`\nDB_PASSWORD=hunter2hunter2\n" + "log\n" * 3000,
+        ),
+    ]
+    messages += [{"role": "assistant", "content": "Fixing E0425 next.", "_anthropic_content": [{"type": "thinking"}]}]
+    messages += [user("Also keep the Python fallback."), assistant("ok"), assistant("working"), assistant("still")]
+    return messages
+
+
+def run_flow(worker: WorkerProcess, history: list[dict[str, Any]], summary: str | None = None) -> dict[str, Any]:
+    context = {"workspace": "/proj"}
+    planned = worker.call(
+        "compact_plan",
+        {"model": "m", "budget": {}, "history": history, "tools": [], "cut": None, "budget_result": BUDGET},
+        context=context,
+    )
+    cut = planned["cut"]
+    assert 2 <= cut < len(history) and history[cut]["role"] in ("user", "assistant")
+    prepared = worker.call(
+        "before_compact",
+        {"messages": history[1:cut], "cut": cut, "state": planned["state"], "model": "m", "budget": {}},
+        context=context,
+    )
+    produced = prepared.get("summary", summary)
+    final = worker.call("after_compact", {"summary": produced, "state": prepared["state"]}, context=context)
+    return {"planned": planned, "prepared": prepared, "final": final, "cut": cut}
+
+
+def test_version_and_help() -> None:
+    out = subprocess.run([str(EXE), "--version"], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("i-worker-compact ")
+    out = subprocess.run([str(EXE), "--help"], capture_output=True, text=True, check=True).stdout
+    assert "after_compact" in out and "before_compact" in out and "compact_plan" in out
+
+
+def test_model_mode_flow(spawn: Any) -> None:
+    worker = spawn()
+    history = long_history()
+    result = run_flow(
+        worker, history, summary="Sure:\n<continuation_summary>\nlexer port; approval_01abc\n</continuation_summary>"
+    )
+    assert history[result["cut"]]["content"] == "Also keep the Python fallback."  # user-aligned
+    prepared = result["prepared"]
+    dumped = orjson.dumps(prepared["messages"]).decode()
+    assert any(RESUME in m["content"] for m in prepared["messages"] if m["role"] == "tool")
+    assert "plan plan plan" not in dumped  # declared omission
+    assert "hunter2hunter2" not in dumped and "_anthropic_content" not in dumped
+    assert "/proj" in prepared["prompt"]
+    assert result["final"]["summary"] == "<continuation_summary>\nlexer port; approval_01abc\n</continuation_summary>"
+    assert result["final"]["state"]["lastAttempt"]["status"] == "compacted"
+
+
+def test_local_mode_flow_and_repeated_compaction(spawn: Any, dirs: dict[str, str]) -> None:
+    Path(dirs["config_dir"], "compact.json").write_text('{"mode":"local","keep_recent":2}')
+    worker = spawn()
+    history = long_history()
+    first = run_flow(worker, history)
+    summary = first["final"]["summary"]
+    for fact in (
+        "approval_01abc",
+        f"resume = {RESUME}",
+        "job_900aa",
+        "src/lexer.rs",
+        "E0425",
+        "Do not touch CI config",
+        "Port the lexer to Rust.",
+    ):
+        assert fact in summary, fact
+    assert "hunter2hunter2" not in summary and "DB_PASSWORD" in summary
+    assert len(summary) < sum(len(orjson.dumps(m)) for m in history[1 : first["cut"]]) * 0.2
+    # The core commits system + summary + suffix; compacting that again keeps the facts.
+    candidate = [history[0], {"role": "user", "content": summary}, *history[first["cut"] :]]
+    candidate += [assistant("", [("d1", "shell", "{}")]), tool("d1", "run_321zz done"), assistant("a"), assistant("b")]
+    second = run_flow(worker, candidate)
+    assert second["planned"]["state"]["previous_summary"] == summary
+    for fact in ("approval_01abc", f"resume = {RESUME}", "job_900aa", "src/lexer.rs", "run_321zz"):
+        assert fact in second["final"]["summary"], fact
+
+
+def test_errors_are_error_frames(spawn: Any, dirs: dict[str, str]) -> None:
+    worker = spawn()
+    with pytest.raises(ErrorFrame, match="invalid_summary_contract"):
+        worker.call("after_compact", {"summary": "<continuation_summary></continuation_summary>", "state": {}})
+    worker = spawn()
+    with pytest.raises(ErrorFrame, match=r"data\.messages must be a non-empty list"):
+        worker.call("before_compact", {"messages": [], "cut": 2})
+    Path(dirs["config_dir"], "compact.json").write_text('{"keep_recent": 0}')
+    worker = spawn()
+    with pytest.raises(ErrorFrame, match=r"keep_recent must be an integer in 1\.\.10000"):
+        worker.call("compact_plan", {"history": long_history(), "cut": None, "budget_result": BUDGET})
+    Path(dirs["config_dir"], "compact.json").write_text("{not json")
+    worker = spawn()
+    with pytest.raises(ErrorFrame, match="invalid JSON"):
+        worker.call("compact_plan", {"history": long_history(), "cut": None, "budget_result": BUDGET})
+
+
+def test_declines_and_unknown_events_pass_through(spawn: Any) -> None:
+    worker = spawn()
+    data = worker.call(
+        "compact_plan",
+        {"history": long_history(), "cut": None, "budget_result": {**BUDGET, "recommend_compact": False}},
+    )
+    assert data["cut"] is None and data["reason"] == "not_recommended"
+    assert worker.call("before_save", {"messages": [], "path": "x"}) == {"messages": [], "path": "x"}
