@@ -52,8 +52,9 @@ def scripted_steps() -> list[Any]:
     def summarise(request: dict[str, Any]) -> dict[str, Any]:
         result = next((m for m in reversed(request.get("messages", [])) if m.get("role") == "tool"), None)
         text = str(result.get("content", "")) if result else ""
-        lines = [line for line in text.splitlines() if line.strip()]
-        headings = [line.split("|", 1)[-1].strip() for line in lines if "# " in line][:4]
+        # The read tool numbers its lines ("12\t..."): take the text after the tab.
+        lines = [line.split("\t", 1)[-1] for line in text.splitlines() if line.strip()]
+        headings = [line.lstrip("# ").strip() for line in lines if line.startswith("#")][:4]
         return {"text": f"(scripted stand-in) README.md has {len(lines)} non-empty lines; its headings are: "
                         + "; ".join(headings) + "."}
 

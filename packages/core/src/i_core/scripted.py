@@ -463,7 +463,9 @@ def _openai_usage(step: dict[str, Any], request_bytes: int, output: int) -> dict
         return usage
     prompt = max(1, request_bytes // 4)
     completion = max(1, output // 4)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    # The stand-in has no prompt cache, and says so the way OpenAI does: zero cached tokens.
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": 0}}
 
 
 def _openai_message(request: dict[str, Any], step: dict[str, Any], serial: int) -> dict[str, Any]:

@@ -51,6 +51,8 @@ class Paths:
 
 def _default_dir(key: str) -> str:
     # platformdirs is imported only when no explicit directory is given: it costs start-up time.
+    import warnings
+
     import platformdirs
 
     getter = {
@@ -59,7 +61,11 @@ def _default_dir(key: str) -> str:
         "cache_dir": platformdirs.user_cache_dir,
         "runtime_dir": platformdirs.user_runtime_dir,
     }[key]
-    return str(getter(APP_NAME, appauthor=False))
+    with warnings.catch_warnings():
+        # Without XDG_RUNTIME_DIR platformdirs warns and falls back to a temp folder: the fallback
+        # is the documented default here, and a warning on every start would only be noise.
+        warnings.simplefilter("ignore")
+        return str(getter(APP_NAME, appauthor=False))
 
 
 def _check_dir(key: str, value: object) -> str:
