@@ -256,3 +256,13 @@ def test_exit_code_for_configuration_errors(env, dirs, project):
     (dirs["config"] / "config.json").write_text('{"base_url":"http://127.0.0.1:1/v1","model":"m","api_key":"sk-x"}')
     result = i(env, "-C", str(project), "hi")
     assert result.returncode == 3 and "never store credentials" in result.stderr
+
+
+def test_without_a_tty_each_stdin_line_is_one_request_in_the_same_session(env, dirs, project):
+    with ScriptedModel([{"text": "answer one"}, {"text": "answer two"}]) as model:
+        write_config(dirs, model.base_url)
+        result = i(env, "-C", str(project), input="first line\n\nsecond line\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answer one\nanswer two\n"
+    assert [m["content"] for m in model.requests[1].body["messages"][1:]] == ["first line", "answer one", "second line"]
+    assert "session:" in result.stderr  # where to continue from is said on stderr
