@@ -46,7 +46,7 @@ def test_approval_auto_allows_and_deny_tools_always_deny(bundled, dirs):
     ('{"mode":"yolo"}', 'mode must be "ask" or "auto"'),
     ('{"deny_tools":"shell"}', "deny_tools must be an array"),
     ('{"mode":"auto","extra":1}', "unknown field(s): extra"),
-    ("{broken", "invalid JSON"),
+    ("{broken", "is not valid JSON"),
 ])
 def test_invalid_approval_config_is_an_error_frame(bundled, dirs, config, message):
     (dirs["config"] / "approval.json").write_text(config)

@@ -65,7 +65,7 @@ def test_missing_optional_config_is_empty_but_missing_explicit_is_an_error(tmp_p
         load_config_file(str(tmp_path / "none.json"), required=True)
 
 
-@pytest.mark.parametrize("content, message", [(b"{oops", "invalid JSON"), (b"[1]", "must be a JSON object")])
+@pytest.mark.parametrize("content, message", [(b"{oops", "is not valid JSON"), (b"[1]", "must be a JSON object")])
 def test_invalid_config_names_the_file_and_the_problem(tmp_path, content, message):
     path = tmp_path / "m.json"
     path.write_bytes(content)

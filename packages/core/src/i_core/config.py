@@ -16,13 +16,9 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigError
 from .jsonfile import read_json_object
+from .providers.reply import RESERVED_FIELDS
 
 PROTOCOLS = ("openai", "deepseek", "anthropic", "responses")
-# Fields of a request body that extra_body may never set: the core owns them.
-RESERVED_BODY_FIELDS = frozenset({
-    "model", "messages", "system", "tools", "tool_choice", "stream", "stream_options", "max_tokens",
-    "max_completion_tokens", "max_output_tokens", "input", "instructions", "functions", "n",
-})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _SECRET_FIELDS = ("api_key", "key", "token", "authorization", "password", "secret")
 _BUDGET_FIELDS = {
@@ -155,7 +151,7 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
     extra_body = raw.get("extra_body", {})
     if not isinstance(extra_body, dict):
         raise ConfigError(f"{source}: extra_body must be an object")
-    reserved = sorted(set(extra_body) & RESERVED_BODY_FIELDS)
+    reserved = sorted(set(extra_body) & RESERVED_FIELDS)
     if reserved:
         raise ConfigError(f"{source}: extra_body may not override reserved field(s): {', '.join(reserved)}")
     stream = raw.get("stream", True)

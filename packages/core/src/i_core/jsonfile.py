@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
+from i_protocol import ConfigError as ProtocolConfigError
+from i_protocol.config import read_json_object as _read
 
 from .errors import ConfigError
 
@@ -13,23 +14,11 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
 def read_json_object(path: Path, *, what: str, limit: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
-    """Read a JSON object from ``path``; every failure is a ConfigError naming the file."""
+    """Read a JSON object from ``path``; every failure is a (core) ConfigError naming the file."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(limit + 1)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: {what} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    if len(raw) > limit:
-        raise ConfigError(f"{path}: {what} is larger than {limit} bytes")
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: {what} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"{path}: {what} must be a JSON object, got {type(value).__name__}")
-    return value
+        return _read(str(path), what=what, limit=limit)
+    except ProtocolConfigError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def read_optional_json_object(path: Path, *, what: str) -> dict[str, Any] | None:

@@ -49,26 +49,31 @@ def discover_config_path(module: str, config_dir: str, explicit: str | None = No
     return os.path.join(config_dir, f"{module}.json"), False
 
 
-def load_config_file(path: str, *, required: bool) -> WorkerConfig:
-    """Read a JSON-object config file; a missing optional file gives an empty config."""
+def read_json_object(path: str, *, what: str = "config", limit: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
+    """Read a JSON object of at most ``limit`` bytes; every failure is a ConfigError naming the file."""
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
+            raw = handle.read(limit + 1)
     except FileNotFoundError:
-        if required:
-            raise ConfigError(f"{path}: config file does not exist") from None
-        return WorkerConfig(path=None, data={})
+        raise ConfigError(f"{path}: {what} does not exist") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: config is larger than {MAX_CONFIG_BYTES} bytes")
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise ConfigError(f"{path}: {what} is larger than {limit} bytes")
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+        raise ConfigError(f"{path}: {what} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: config must be a JSON object, got {type(data).__name__}")
-    return WorkerConfig(path=path, data=data)
+        raise ConfigError(f"{path}: {what} must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def load_config_file(path: str, *, required: bool) -> WorkerConfig:
+    """Read a JSON-object config file; a missing optional file gives an empty config."""
+    if not required and not os.path.exists(path):
+        return WorkerConfig(path=None, data={})
+    return WorkerConfig(path=path, data=read_json_object(path))
 
 
 class ConfigCache:

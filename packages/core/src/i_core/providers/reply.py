@@ -9,9 +9,11 @@ from typing import Any, Protocol
 from ..errors import ModelError
 
 # Fields the adapter owns on every wire body: extra_body may add fields, never replace these.
-RESERVED_FIELDS = frozenset(
-    {"model", "messages", "tools", "stream", "stream_options", "max_tokens", "max_completion_tokens", "system"}
-)
+# Fields of a request body the core controls; extra_body (config.json) may never set them.
+RESERVED_FIELDS = frozenset({
+    "model", "messages", "system", "tools", "tool_choice", "stream", "stream_options", "max_tokens",
+    "max_completion_tokens", "max_output_tokens", "input", "instructions", "functions", "n",
+})
 
 
 class ProviderError(ModelError):
