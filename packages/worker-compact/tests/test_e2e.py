@@ -151,7 +151,7 @@ def test_errors_are_error_frames(spawn: Any, dirs: dict[str, str]) -> None:
         worker.call("compact_plan", {"history": long_history(), "cut": None, "budget_result": BUDGET})
     Path(dirs["config_dir"], "compact.json").write_text("{not json")
     worker = spawn()
-    with pytest.raises(ErrorFrame, match="invalid JSON"):
+    with pytest.raises(ErrorFrame, match="is not valid JSON"):
         worker.call("compact_plan", {"history": long_history(), "cut": None, "budget_result": BUDGET})
 
 
