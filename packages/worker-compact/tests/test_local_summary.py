@@ -115,3 +115,53 @@ def test_bound_holds_with_hundreds_of_pending_approvals() -> None:
     assert "approval_00399" in text  # newest kept
     assert "workspace_inspect" in text  # the recovery route for what was dropped
     assert "older entries omitted for size" in text or "resume call omitted for size" in text
+
+
+def staged(i: int, stdin_chars: int) -> tuple[str, str]:
+    resume = orjson.dumps(
+        {"tool": "workspace_command", "arguments": {"action": "run", "stdin": "s" * stdin_chars, "n": i}}
+    ).decode()
+    return (
+        f'{{"data":{{"status":"pending_approval","approval":{{"id":"approval_{i:05d}","kind":"command",'
+        f'"resume":{resume}}}}}}}'
+    ), resume
+
+
+def test_large_resume_calls_do_not_push_ids_and_artifacts_out() -> None:
+    # Found by bench/compaction: two 2 KB resume calls used the whole 8,000-character bound and
+    # every id, modified path and error was trimmed. Approvals and ids now come on top of it.
+    messages, resumes = [], []
+    for i in range(3):
+        result, resume = staged(i, 2000)
+        resumes.append(resume)
+        messages += [assistant("", [(f"a{i}", "workspace_command", "{}")]), tool(f"a{i}", result)]
+    for i in range(40):
+        messages += [
+            assistant("", [(f"w{i}", "write_file", orjson.dumps({"path": f"src/m_{i}.py"}).decode())]),
+            tool(f"w{i}", f"started job_{i:05d}q"),
+        ]
+    text = local_summary(messages, analyse(messages), max_chars=2000, critical_chars=20000, images="keep")
+    assert len(text) <= 20000
+    for resume in resumes:
+        assert f"resume = {resume}" in text
+    for i in range(40):
+        assert f"job_{i:05d}q" in text
+    assert "src/m_39.py" in text  # ordinary sections keep their own max_chars share
+    bounded = summarise(messages, max_chars=2000)  # without critical_chars, max_chars bounds all
+    assert len(bounded) <= 2000
+
+
+def test_patch_tools_report_the_files_they_touch() -> None:
+    patch = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: docs/new.md\n+hi\n*** End Patch\n"
+    diff = "--- a/lib/old.rs\n+++ b/lib/old.rs\n@@ -1 +1 @@\n-a\n+b\n"
+    messages = [
+        assistant("", [("p1", "apply_patch", orjson.dumps({"input": patch}).decode())]),
+        tool("p1", "Done!"),
+        assistant("", [("p2", "apply_patch", diff)]),  # a free-form tool: the raw patch is the input
+        tool("p2", "ok"),
+        assistant("done"),
+    ]
+    text = summarise(messages)
+    section = text.split("## Modified artifacts", 1)[1].split("##", 1)[0]
+    for path in ("src/a.py", "docs/new.md", "lib/old.rs"):
+        assert path in section

@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 from i_compact.jsonspan import value_span
 from i_compact.reduction import (
     ARRAY_CAP,
+    ID_PATTERN,
     RESUME_ARGUMENTS_LIMIT,
     TOOL_RESULT_CAP,
+    find_ids,
     reduce_tool_result,
 )
 
@@ -225,3 +227,10 @@ def test_value_span_matches_json_for_any_document(value: object) -> None:
         assert span is not None and json.loads(text[span[0] : span[1]]) == expected
     assert value_span(text, ["missing"]) is None
     assert value_span("{not json", ["x"]) is None
+
+
+@settings(max_examples=400)
+@given(st.text(alphabet=st.sampled_from(list("approvlntxjbusdhec_-0123 .\nAZ")), max_size=80))
+def test_find_ids_equals_the_pattern_scan(text: str) -> None:
+    # find_ids replaces ID_PATTERN.finditer with str.find gates; the ids and their order must match.
+    assert find_ids(text) == [m.group(0) for m in ID_PATTERN.finditer(text)]

@@ -182,6 +182,29 @@ def test_local_mode_returns_a_summary_without_prompt(dirs: dict[str, str]) -> No
     assert data["state"]["lastAttempt"]["reason"] == "local_summary"
 
 
+def test_local_mode_keeps_resume_calls_beyond_local_max_chars(dirs: dict[str, str]) -> None:
+    configure(dirs, mode="local", local_max_chars=1000, keep_recent=2)
+    messages = [system(), user("Stage the release.")]
+    resumes = []
+    for i in range(4):
+        resume = json.dumps({"tool": "workspace_command", "arguments": {"action": "run", "stdin": "x" * 1500, "i": i}})
+        resumes.append(resume)
+        result = (
+            f'{{"data":{{"status":"pending_approval","approval":{{"id":"approval_{i:05d}","resume":{resume}}},'
+            f'"log":"{"y" * 20000}"}}}}'
+        )
+        messages += [assistant("", [(f"c{i}", "workspace_command", "{}")]), tool(f"c{i}", result)]
+    messages += [user("now the docs"), assistant("done")]
+    planned = plan(dirs, messages)["data"]
+    cut = planned["cut"]
+    prefix = messages[1:cut]
+    data = call("before_compact", {"messages": prefix, "cut": cut, "state": planned["state"]}, dirs)["data"]
+    summary = data["summary"]
+    for resume in resumes:  # 6 KB of resume calls: over local_max_chars, far under a fifth of the prefix
+        assert resume in summary
+    assert len(summary) * 5 <= sum(len(m.get("content") or "") for m in prefix)
+
+
 def test_after_compact_normalizes_and_records_estimates(dirs: dict[str, str]) -> None:
     planned = plan(dirs)["data"]
     data = call(

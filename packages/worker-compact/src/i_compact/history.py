@@ -78,9 +78,10 @@ def is_real_user(history: list[dict[str, Any]], index: int) -> bool:
 
 def approx_size(message: dict[str, Any]) -> int:
     """A cheap size proxy (characters of content and tool-call arguments)."""
-    size = len(content_text(message)) + 16
+    content = message.get("content")
+    size = (len(content) if isinstance(content, str) else len(content_text(message))) + 16
     calls = message.get("tool_calls")
-    if isinstance(calls, list):
+    if calls and isinstance(calls, list):
         for call in calls:
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict):

@@ -21,11 +21,12 @@ class CutChoice:
     alignment: str | None = None
 
 
-def choose_cut(history: list[dict[str, Any]], keep_recent: int) -> CutChoice:
+def choose_cut(history: list[dict[str, Any]], keep_recent: int, sizes: list[int] | None = None) -> CutChoice:
     """The best safe cut keeping at least ``keep_recent`` messages and whole tool batches.
 
     Valid cuts satisfy ``2 <= cut < len(history)``, start at a user or assistant message
     outside any tool batch, and leave something other than an old summary to summarise.
+    ``sizes`` (``approx_size`` of each message) saves measuring the history twice.
     """
     n = len(history)
     latest = min(n - keep_recent, n - 1)
@@ -47,8 +48,10 @@ def choose_cut(history: list[dict[str, Any]], keep_recent: int) -> CutChoice:
     if best_user is not None and best_user != best_any:
         # Sizes of new content only: an old summary in the prefix must not make a user-aligned
         # cut look worthwhile when it would compact almost nothing new.
-        user_size = sum(approx_size(m) for m in history[1:best_user] if not is_summary_message(m))
-        any_size = user_size + sum(approx_size(m) for m in history[best_user:best_any])
+        if sizes is None:
+            sizes = [approx_size(m) for m in history]
+        user_size = sum(sizes[k] for k in range(1, best_user) if not is_summary_message(history[k]))
+        any_size = user_size + sum(sizes[best_user:best_any])
         if user_size >= USER_ALIGNMENT_SHARE * any_size:
             candidates.insert(0, (best_user, "user"))
     elif best_user == best_any:

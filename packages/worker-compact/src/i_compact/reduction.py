@@ -22,7 +22,7 @@ line-aligned head and tail with the omitted line and character counts.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -43,6 +43,48 @@ MAX_DEPTH = 10
 ID_PATTERN = re.compile(
     r"\b(?:approval|plan|tx|job|run|todo|research|source)_(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9][A-Za-z0-9_-]{2,}"
 )
+# (letter, prefix): a prefix is only searched for when its rarer letter occurs (a memchr).
+_ID_PREFIXES = (
+    ("v", "approval_"),
+    ("p", "plan_"),
+    ("x", "tx_"),
+    ("j", "job_"),
+    ("u", "run_"),
+    ("d", "todo_"),
+    ("h", "research_"),
+    ("u", "source_"),
+)
+
+
+def find_ids(text: str) -> list[str]:
+    """``ID_PATTERN.finditer`` over ``text``, in order: the ids a plain-text result mentions.
+
+    ``str.find`` locates each prefix (a fast C scan) and the pattern is only tried there;
+    running the alternation at every offset of a long log costs many times more.
+    """
+    starts: list[int] = []
+    for letter, prefix in _ID_PREFIXES:
+        if letter not in text:
+            continue
+        position = text.find(prefix)
+        while position >= 0:
+            starts.append(position)
+            position = text.find(prefix, position + 1)
+    if not starts:
+        return []
+    starts.sort()
+    found: list[str] = []
+    end = 0
+    for start in starts:
+        if start < end:
+            continue  # inside an id already found, as finditer would skip it
+        match = ID_PATTERN.match(text, start)
+        if match is not None:
+            found.append(match.group(0))
+            end = match.end()
+    return found
+
+
 _COUNTER_KEY = re.compile(
     r"(?:Omitted|Bytes|Chars|Entries|Lines|Count|Total)$|^(?:omitted|total|count)_?|_(?:omitted|bytes|chars|entries|lines|count|total)$"
 )
@@ -120,7 +162,16 @@ _PROTECTED_KEYS = frozenset(
 _ERROR_LINE = re.compile(
     r"(?i)(?:error\b|exception\b|traceback|\bfailed\b|\bfailure\b|\bfatal\b|\bpanic\b|exit (?:code|status)\s*[1-9])"
 )
-_ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic", "exit")
+# (letter, word): a word is only searched for when its rarer letter occurs (a memchr).
+_ERROR_WORDS = (
+    ("r", "error"),
+    ("x", "exception"),
+    ("k", "traceback"),
+    ("f", "fail"),
+    ("f", "fatal"),
+    ("p", "panic"),
+    ("x", "exit"),
+)
 _SENTINEL = "\x00i-compact-raw-{}\x00"
 _DATA_URL = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=\s]{16,}")
 _RAW_BASE64 = re.compile(r"[A-Za-z0-9+/]{400,}={0,2}")
@@ -143,9 +194,18 @@ def _raw_base64(match: re.Match[str]) -> str:
     return f"[base64-like run of {len(run)} chars stripped]" if mixed else run
 
 
-@lru_cache(maxsize=4096)
+_ID_KEYS: dict[str, bool] = {}
+
+
 def _is_id_key(key: str) -> bool:
-    return bool(_ID_KEY.search(key))
+    # A plain dict in front of the regex (keys repeat across thousands of results); cleared
+    # when full so that odd producers cannot grow it without bound.
+    known = _ID_KEYS.get(key)
+    if known is None:
+        if len(_ID_KEYS) >= 4096:
+            _ID_KEYS.clear()
+        known = _ID_KEYS[key] = bool(_ID_KEY.search(key))
+    return known
 
 
 @lru_cache(maxsize=4096)
@@ -187,23 +247,41 @@ class Approval:
         return f"{head}: {self.resume_dropped or 'no resume call recorded'}"
 
 
-@dataclass
 class Reduction:
-    """The reduced rendering of one tool result and the protocol facts found in it."""
+    """The reduced rendering of one tool result and the protocol facts found in it.
 
-    text: str
-    original_chars: int
-    structured: bool = False
-    reduced: bool = False
-    overflow: bool = False
-    approvals: list[Approval] = field(default_factory=list)
-    ids: dict[str, str] = field(default_factory=dict)
-    """id -> status (empty when unknown), in order of appearance."""
-    paths: list[str] = field(default_factory=list)
-    truncation: list[str] = field(default_factory=list)
-    omitted_by_producer: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    facts: list[str] = field(default_factory=list)
+    A plain class with slots: one is built per tool result, and a dataclass's default
+    factories cost more than the literals below on histories of thousands of results.
+    """
+
+    __slots__ = (
+        "approvals",
+        "errors",
+        "facts",
+        "ids",
+        "omitted_by_producer",
+        "original_chars",
+        "overflow",
+        "paths",
+        "reduced",
+        "structured",
+        "text",
+        "truncation",
+    )
+
+    def __init__(self, text: str, original_chars: int, structured: bool = False) -> None:
+        self.text = text
+        self.original_chars = original_chars
+        self.structured = structured
+        self.reduced = False
+        self.overflow = False
+        self.approvals: list[Approval] = []
+        self.ids: dict[str, str] = {}  # id -> status ("" when unknown), in order of appearance
+        self.paths: list[str] = []
+        self.truncation: list[str] = []
+        self.omitted_by_producer: list[str] = []
+        self.errors: list[str] = []
+        self.facts: list[str] = []
 
 
 def reduce_tool_result(content: str, *, cap: int = TOOL_RESULT_CAP, facts_only: bool = False) -> Reduction:
@@ -213,7 +291,9 @@ def reduce_tool_result(content: str, *, cap: int = TOOL_RESULT_CAP, facts_only: 
     ``text`` is then the unreduced content.
     """
     stripped_content = content.strip()
-    if stripped_content[:1] in ("{", "[") and len(stripped_content) > 1:
+    # JSON text starting with { or [ ends with } or ]: a cut-off payload is text, and skipping
+    # the failed parse (and its exception) matters on histories of thousands of results.
+    if stripped_content[:1] in ("{", "[") and stripped_content[-1:] in ("}", "]") and len(stripped_content) > 1:
         try:
             parsed = orjson.loads(stripped_content)
         except orjson.JSONDecodeError:
@@ -309,39 +389,65 @@ def _strip(value: Any, tree: dict[str, Any], prefix: str, removed: list[str]) ->
     return out
 
 
+_PATH_FACT_KEYS = frozenset({"path", "planPath", "file", "file_path", "contentPath"})
+
+
 def _collect_facts(value: Any, path: list[str | int], result: Reduction, parent: dict[str, Any] | None) -> None:
-    if isinstance(value, list):
+    # Hot path (every structured tool result): exact type checks and one pass over the keys;
+    # containers are visited after this object's own facts, as before, so the order holds.
+    if type(value) is list:
         for index, item in enumerate(value):
-            _collect_facts(item, [*path, index], result, parent)
+            if isinstance(item, (dict, list)):
+                _collect_facts(item, [*path, index], result, parent)
         return
     if not isinstance(value, dict):
         return
-    status = value.get("status") if isinstance(value.get("status"), str) else value.get("state")
-    status = status if isinstance(status, str) else ""
+    status = value.get("status")
+    if not isinstance(status, str):
+        status = value.get("state")
+        if not isinstance(status, str):
+            status = ""
+    children: list[tuple[str, Any]] = []
+    id_keys = _ID_KEYS
     for key, item in value.items():
-        if isinstance(item, str):
-            if _is_id_key(key) and ID_PATTERN.fullmatch(item):
-                _add_id(result, item, status if key == "id" else "")
-            elif key in ("path", "planPath", "file", "file_path", "contentPath") and item not in result.paths:
+        kind = type(item)
+        if kind is str:
+            is_id = id_keys.get(key)
+            if is_id is None:
+                is_id = _is_id_key(key)
+            if is_id:
+                if ID_PATTERN.fullmatch(item):
+                    _add_id(result, item, status if key == "id" else "")
+            elif key in _PATH_FACT_KEYS and item not in result.paths:
                 result.paths.append(item)
-        elif isinstance(item, list) and _is_id_key(key):
-            for entry in item:
-                if isinstance(entry, str) and ID_PATTERN.fullmatch(entry):
-                    _add_id(result, entry, "")
-        if (key == "truncated" or key == "partial") and item is True:
+            continue
+        if kind is dict:
+            children.append((key, item))
+            continue
+        if kind is list:
+            if _is_id_key(key):
+                for entry in item:
+                    if isinstance(entry, str) and ID_PATTERN.fullmatch(entry):
+                        _add_id(result, entry, "")
+            children.append((key, item))
+            continue
+        if item is True and (key == "truncated" or key == "partial"):
             result.truncation.append(_dotted([*path, key]) + "=true")
-        elif _is_counter_key(key) and isinstance(item, int) and not isinstance(item, bool) and item:
+        elif item and kind is not bool and isinstance(item, int) and _is_counter_key(key):
             result.truncation.append(f"{_dotted([*path, key])}={item}")
-    if key_is_approval(value):
+    ident = value.get("id")
+    resume = value.get("resume")
+    if (isinstance(ident, str) and ident.startswith("approval_")) or (
+        isinstance(resume, dict) and isinstance(resume.get("tool"), str)
+    ):  # key_is_approval, inlined on this hot path
         result.approvals.append(_approval_from(value, path, parent))
     retention = value.get("retention") if not path else None
     if isinstance(retention, dict):
         facts = retention.get("facts")
         if isinstance(facts, list):
             result.facts.extend(str(f) if not isinstance(f, str) else f for f in facts[:ARRAY_CAP])
-    for key, item in value.items():
-        if isinstance(item, (dict, list)):
-            _collect_facts(item, [*path, key], result, value)
+    for key, item in children:
+        _collect_facts(item, [*path, key], result, value)
 
 
 def key_is_approval(value: dict[str, Any]) -> bool:
@@ -383,8 +489,10 @@ def _attach_resumes(raw: str, result: Reduction) -> dict[tuple[str | int, ...], 
         if span is None:
             continue
         resume_text = raw[span[0] : span[1]]
-        args_span = value_span(resume_text, ["arguments"])
-        args_chars = 0 if args_span is None else args_span[1] - args_span[0]
+        args_chars = 0
+        if len(resume_text) > RESUME_ARGUMENTS_LIMIT:  # shorter resumes cannot hold longer arguments
+            args_span = value_span(resume_text, ["arguments"])
+            args_chars = 0 if args_span is None else args_span[1] - args_span[0]
         if args_chars > RESUME_ARGUMENTS_LIMIT:
             approval.resume_dropped = (
                 f"resume call dropped: its arguments are {args_chars} characters (over "
@@ -520,9 +628,8 @@ def _reduce_text(content: str, cap: int, facts_only: bool = False) -> Reduction:
     if not facts_only:
         content = strip_payloads(content)
     result = Reduction(text=content, original_chars=len(content))
-    if "_" in content:
-        for match in ID_PATTERN.finditer(content):
-            _add_id(result, match.group(0), "")
+    for ident in find_ids(content):
+        _add_id(result, ident, "")
     result.errors = _error_lines(content)
     if facts_only:
         return result
@@ -558,7 +665,9 @@ def _error_lines(content: str, limit: int = 8) -> list[str]:
         lines = (line for line in content.splitlines() if _ERROR_LINE.search(line))
         return list(dict.fromkeys(line.strip()[:300] for line in lines))[:limit]
     starts: set[int] = set()
-    for word in _ERROR_WORDS:
+    for letter, word in _ERROR_WORDS:
+        if letter not in lower:
+            continue
         position = lower.find(word)
         hits = 0
         while position >= 0 and hits < 4 * limit:

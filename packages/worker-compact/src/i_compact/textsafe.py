@@ -7,6 +7,8 @@ from typing import Any
 
 def scrub(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD; valid pairs are joined."""
+    if text.isascii():  # constant time in CPython: most text needs no encoding round trip
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import gc
+from collections.abc import Callable
 from typing import Any
 
 from i_protocol import Request, Worker, WorkerError
@@ -9,7 +12,7 @@ from i_protocol import Request, Worker, WorkerError
 from . import diagnostics as diag
 from .__about__ import __version__
 from .config import CompactConfig, check_prompt, image_mode, parse_config
-from .history import approx_size, content_text, latest_summary
+from .history import approx_size, latest_summary
 from .normalize import canonical, normalize_summary
 from .redact import redact
 from .textsafe import scrub, scrub_value
@@ -23,6 +26,30 @@ DESCRIBE_NOTE = (
 )
 PREVIOUS_SUMMARY_MAX = 64000
 _BUDGET_FIELDS = ("fits", "estimate", "comparable_estimate", "trigger", "capacity", "recommend_compact")
+
+
+Handler = Callable[[dict[str, Any], Request], dict[str, Any]]
+
+
+def _acyclic(handler: Handler) -> Handler:
+    """Run ``handler`` with the cyclic garbage collector paused.
+
+    Planning and summarising a long history allocate tens of thousands of short-lived,
+    acyclic objects; the collector would run dozens of times per request and find nothing
+    (about 6% of a 10,000-message local compaction). Reference counting still frees them.
+    """
+
+    @functools.wraps(handler)
+    def run(data: dict[str, Any], request: Request) -> dict[str, Any]:
+        if not gc.isenabled():
+            return handler(data, request)
+        gc.disable()
+        try:
+            return handler(data, request)
+        finally:
+            gc.enable()
+
+    return run
 
 
 def _config(request: Request, state: dict[str, Any] | None = None) -> CompactConfig:
@@ -44,6 +71,7 @@ def _fail(request: Request, state: dict[str, Any] | None, reason: str, message: 
 
 
 @worker.hook("compact_plan")
+@_acyclic
 def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Choose ``cut`` (or decline with ``reason``) and return the opaque ``state``."""
     from .plan import choose_cut
@@ -75,8 +103,9 @@ def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
     out["cut"] = None
     reason = _decline_reason(config, budget_result, forced)
     choice = None
+    sizes = [approx_size(m) for m in history]
     if reason is None:
-        choice = choose_cut(history, config.keep_recent)
+        choice = choose_cut(history, config.keep_recent, sizes)
         reason = choice.reason or None
     if reason is not None or choice is None or choice.cut is None:
         record = diag.attempt(diag.SKIPPED, reason or "no_safe_cut", messages=len(history))
@@ -84,13 +113,12 @@ def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
         out.update(state=state, reason=reason or "no_safe_cut")
         return out
     cut = choice.cut
-    sizes = {
-        "system": approx_size(history[0]) if history else 0,
-        "prefix": sum(approx_size(m) for m in history[1:cut]),
-        "suffix": sum(approx_size(m) for m in history[cut:]),
-    }
     state["cut"] = cut
-    state["sizes"] = sizes
+    state["sizes"] = {
+        "system": sizes[0] if sizes else 0,
+        "prefix": sum(sizes[1:cut]),
+        "suffix": sum(sizes[cut:]),
+    }
     state["lastAttempt"] = diag.attempt(
         diag.PLANNED,
         "forced" if forced and not (budget_result or {}).get("recommend_compact") else "recommended",
@@ -126,6 +154,7 @@ def _canonical_previous(text: str | None) -> str | None:
 
 
 @worker.hook("before_compact")
+@_acyclic
 def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Return ``prompt`` + prepared ``messages`` (model mode) or a local ``summary``."""
     from .transcript import analyse, collect_images, prepare
@@ -149,7 +178,8 @@ def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
         from .local_summary import local_summary
 
         analysis = analyse(messages, facts_only=True)
-        body = local_summary(messages, analysis, max_chars=local_bound(messages, config.local_max_chars), images=images)
+        max_chars, critical_chars = local_bounds(messages, config.local_max_chars, _planned_prefix(state, data))
+        body = local_summary(messages, analysis, max_chars=max_chars, critical_chars=critical_chars, images=images)
         out["summary"] = canonical(body)
         kept = collect_images(messages) if images == "keep" else []
         if kept:
@@ -164,16 +194,36 @@ def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
 
 LOCAL_MIN_CHARS = 1000
 LOCAL_REDUCTION = 5  # the local summary aims at no more than a fifth of what it replaces
+LOCAL_CRITICAL_MAX = PREVIOUS_SUMMARY_MAX
 
 
-def local_bound(messages: list[dict[str, Any]], configured: int) -> int:
-    """The size bound of a local summary: ``local_max_chars``, and at most a fifth of the prefix.
+def _planned_prefix(state: dict[str, Any], data: dict[str, Any]) -> int | None:
+    """The prefix size ``compact_plan`` measured, when ``state`` belongs to this very cut."""
+    sizes = state.get("sizes")
+    cut = data.get("cut")
+    messages = data.get("messages")
+    if not isinstance(sizes, dict) or state.get("cut") != cut or not isinstance(cut, int):
+        return None
+    prefix = sizes.get("prefix")
+    if not isinstance(messages, list) or len(messages) != cut - 1:
+        return None
+    return prefix if isinstance(prefix, int) and not isinstance(prefix, bool) and prefix >= 0 else None
 
-    A summary as large as what it replaces cannot reduce the comparable estimate, so the
-    bound follows the prefix; protocol-critical items are the last thing the bound trims.
+
+def local_bounds(messages: list[dict[str, Any]], configured: int, prefix: int | None = None) -> tuple[int, int]:
+    """``(max_chars, critical_chars)`` of a local summary.
+
+    ``max_chars`` is ``local_max_chars``, and at most a fifth of the prefix: a summary as large
+    as what it replaces cannot reduce the comparable estimate. Pending approvals and ids may
+    extend the summary up to a fifth of the prefix (at most 64,000 characters), so the bound
+    trims them only when they alone would break the 80% reduction. ``prefix``: the size
+    ``compact_plan`` already measured.
     """
-    prefix = sum(len(content_text(m)) + sum(len(str(c)) for c in m.get("tool_calls") or []) for m in messages)
-    return max(LOCAL_MIN_CHARS, min(configured, prefix // LOCAL_REDUCTION))
+    if prefix is None:
+        prefix = sum(approx_size(m) for m in messages)
+    fifth = prefix // LOCAL_REDUCTION
+    max_chars = max(LOCAL_MIN_CHARS, min(configured, fifth))
+    return max_chars, max(max_chars, min(fifth, LOCAL_CRITICAL_MAX))
 
 
 def _model_route(
