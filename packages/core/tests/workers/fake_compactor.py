@@ -1,0 +1,82 @@
+"""A scriptable budget + compactor for the core's compaction-transaction tests.
+
+Reads its behaviour from the JSON file named by argv[1] on every call, so a test can change it:
+  {"fits_over": N,            # history content chars above which context_budget says it does not fit
+   "cut": ... | "none",       # compact_plan's answer ("last_tool" = the index of a tool message)
+   "summary": "...",          # before_compact's local summary ("" for an empty one)
+   "prompt": "...",           # model route instead of a local summary
+   "crash": "compact_plan"}   # an event to fail with an error frame
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from i_protocol import Worker, WorkerError
+
+worker = Worker("fake-compact", "0", dist_name="fake-compactor")
+
+
+def behaviour() -> dict:
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def size(history: list) -> int:
+    return sum(len(json.dumps(m.get("content"))) for m in history)
+
+
+def check(event: str) -> dict:
+    conf = behaviour()
+    if conf.get("crash") == event:
+        raise WorkerError(f"fake compactor crashed on {event}")
+    return conf
+
+
+@worker.hook("context_budget")
+def context_budget(data: dict, request) -> dict:
+    conf = check("context_budget")
+    estimate = size(data["history"])
+    fits = estimate <= conf.get("fits_over", 10**9)
+    data["budget_result"] = {"fits": fits, "estimate": estimate, "comparable_estimate": estimate,
+                             "recommend_compact": not fits and data.get("compact", False),
+                             "tool_output_budget": {"per_call_bytes": 100000}, "reasons": [],
+                             "anchor": {"model": data["model"]}}
+    return data
+
+
+@worker.hook("compact_plan")
+def compact_plan(data: dict, request) -> dict:
+    conf = check("compact_plan")
+    cut = conf.get("cut", "none")
+    history = data["history"]
+    if cut == "none":
+        cut = None
+    elif cut == "last_tool":
+        cut = max(i for i, m in enumerate(history) if m["role"] == "tool")
+    elif cut == "keep_two":
+        cut = len(history) - 2
+    data["cut"] = cut
+    data["state"] = {"planned": True}
+    return data
+
+
+@worker.hook("before_compact")
+def before_compact(data: dict, request) -> dict:
+    conf = check("before_compact")
+    if "prompt" in conf:
+        data["prompt"] = conf["prompt"]
+    else:
+        data["summary"] = conf.get("summary", "summary of earlier work")
+    return data
+
+
+@worker.hook("after_compact")
+def after_compact(data: dict, request) -> dict:
+    check("after_compact")
+    return data
+
+
+if __name__ == "__main__":
+    sys.exit(worker.main([]))
