@@ -56,14 +56,19 @@ class ModelClient:
                 self.hooks.run("request_retry", {"request_meta": meta, "attempt": attempt, "reason": reason,
                                                  "protocol": self.config.protocol})
 
+        def on_raw(response: dict[str, Any]) -> None:
+            # Observers see the provider's answer before the adapter validates it (seed 001 §6), so
+            # usage is recorded even for a reply the adapter then rejects.
+            if self.hooks.has("after_response"):
+                self.hooks.run("after_response", {"response": response, "request_meta": meta,
+                                                  "protocol": self.config.protocol, "model": self.config.model})
+
         self.requests += 1
         from .providers import exchange
 
-        reply = exchange(self.adapter, self.transport, url, body, headers, on_retry=on_retry, on_text=on_text)
+        reply = exchange(self.adapter, self.transport, url, body, headers, on_retry=on_retry, on_text=on_text,
+                         on_raw=on_raw)
         self.last_usage = reply.usage
-        if self.hooks.has("after_response"):
-            self.hooks.run("after_response", {"response": reply.raw, "request_meta": meta,
-                                              "protocol": self.config.protocol, "model": self.config.model})
         return reply
 
     def _checked(self, prepared: dict[str, Any], url: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
