@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *, durable: bool = True) -> None:
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *, durable: bool = True, exact_mode: bool = False
+) -> None:
     """Replace ``path`` with ``data`` so readers see the old or the new content, never a mix.
 
+    ``mode`` is filtered by the umask unless ``exact_mode`` (e.g. to keep an edited file's mode).
     ``durable=False`` skips the two fsyncs: the replacement stays atomic for readers, but a
     power loss may lose it. Right for statistics, wrong for sessions and user data.
     """
@@ -18,6 +21,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o
     tmp = os.path.join(directory, f".{os.path.basename(target)}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
+        if exact_mode:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from i_protocol import atomic_write_bytes
+
 from .arguments import Arguments
 from .contract import Prepared, Snapshot, ToolContext, ToolError, ToolResult
 from .images import image_mime
@@ -196,38 +198,12 @@ def _unchanged_bytes(tool: str, shown: str, target: Path, snapshot: Snapshot) ->
 
 def atomic_write(tool: str, shown: str, target: Path, data: bytes, keep_mode: int | None) -> None:
     """Replace ``target`` with ``data`` (temp file + fsync + rename), creating parent folders."""
-    directory = target.parent
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise ToolError(f"{tool}: {shown}: a parent of this path is a file, not a folder")
-    temp = directory / f".{target.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
-    # 0o666 lets the umask decide a new file's mode, as any editor would.
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        if keep_mode is not None:
-            os.fchmod(fd, keep_mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+    # A new file gets 0o666 less the umask, as any editor would; an existing one keeps its mode.
+    atomic_write_bytes(target, data, mode=0o666 if keep_mode is None else keep_mode, exact_mode=keep_mode is not None)
 
 
 def _write_target(path: Path) -> Path:
