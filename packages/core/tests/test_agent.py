@@ -266,3 +266,20 @@ def test_without_a_tty_each_stdin_line_is_one_request_in_the_same_session(env, d
     assert result.stdout == "answer one\nanswer two\n"
     assert [m["content"] for m in model.requests[1].body["messages"][1:]] == ["first line", "answer one", "second line"]
     assert "session:" in result.stderr  # where to continue from is said on stderr
+
+
+def test_snapshot_units():
+    from i_core.snapshot import context_updates, restore_snapshots
+
+    empty = {"memory": {"entries": {}, "revision": "r0"}}
+    messages, state = context_updates(empty, {})
+    assert messages == [] and state["memory"]["revision"] == "r0"
+    messages, state = context_updates({"memory": {"entries": {"a": "1"}, "revision": "r1"}}, state)
+    assert len(messages) == 1 and messages[0]["_context"]["kind"] == "delta"
+    again, _ = context_updates({"memory": {"entries": {"a": "1"}, "revision": "r1"}}, state)
+    assert again == []
+    removed, state = context_updates({"memory": {"entries": {}, "revision": "r2"}}, state)
+    assert '"remove": [\n    "a"\n  ]' in removed[0]["content"]
+    restored = restore_snapshots([{"role": "system", "content": "s"}], {"skills": {"entries": {"x": 1}, "revision": "q"}})
+    assert restored[-1]["_context"] == {"source": "skills", "kind": "snapshot", "revision": "q"}
+    assert restore_snapshots([{"role": "system", "content": "s"}], state) == [{"role": "system", "content": "s"}]

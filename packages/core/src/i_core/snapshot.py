@@ -66,7 +66,9 @@ def context_updates(context: object, injected: dict[str, Any]) -> tuple[list[dic
         if before is not None and before.get("revision") == now["revision"]:
             continue
         if before is None:
-            messages.append(context_message(source, "snapshot", {"entries": now["entries"]}, now["revision"]))
+            # An empty state says nothing worth a message; the first entries then arrive as a delta.
+            if now["entries"]:
+                messages.append(context_message(source, "snapshot", {"entries": now["entries"]}, now["revision"]))
         else:
             old = before.get("entries", {})
             upserts = {k: v for k, v in now["entries"].items() if old.get(k, object()) != v}
@@ -85,7 +87,7 @@ def restore_snapshots(candidate: list[dict[str, Any]], injected: dict[str, Any])
                if isinstance(m.get("_context"), dict) and m["_context"].get("kind") == "snapshot"}
     restored = list(candidate)
     for source, now in sorted(injected.items()):
-        if source not in present:
+        if source not in present and now.get("entries"):
             restored.append(context_message(source, "snapshot", {"entries": now.get("entries", {})},
                                             now.get("revision", "")))
     return restored
