@@ -227,7 +227,7 @@ class Agent:
 
     def _run_tool(self, call: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         """One tool call to (output text, images); every failure becomes a tool error for the model."""
-        from .tools import BUILTIN_SCHEMAS, FREE_TOOLS, ToolError, execute, prepare
+        from .tools import BUILTIN_NAMES, FREE_TOOLS, ToolError, execute, prepare
 
         name = call["function"]["name"]
         raw_arguments = call["function"]["arguments"]
@@ -245,7 +245,7 @@ class Agent:
                 return self._after_tool(call, name, f"error: arguments of {name} are not valid JSON: {exc}", [], True)
             if not isinstance(arguments, dict):
                 return self._after_tool(call, name, f"error: arguments of {name} must be a JSON object", [], True)
-            builtin = name in {schema["name"] for schema in BUILTIN_SCHEMAS}
+            builtin = name in BUILTIN_NAMES
             external = self.runtime.manifest.tool(name) is not None
             if not builtin and not external:
                 known = ", ".join(schema["name"] for schema in self.tool_schemas)
