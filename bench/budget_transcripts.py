@@ -1,22 +1,24 @@
 """Synthetic agent transcripts and a synthetic reference token counter for the budget benches.
 
-There is no real model in this sandbox, so "real usage" is SYNTHETIC: ``reference_tokens``
-counts tokens with a documented pre-tokenizer-like rule (GPT-2 style split: optional leading
-space + a letter run, digit runs of up to 3, single punctuation, whitespace runs; letter runs
-longer than 7 cost one token per started 7 letters; every non-ASCII character costs one token).
-On English prose it gives ~4.5 bytes/token, on code ~3 and on CJK ~3, which is the shape of
-real BPE tokenizers, but it is not any provider's tokenizer.
+There is no real model in this sandbox, so "real usage" is SYNTHETIC: ``reference_tokens`` is the
+scripted model server's own counter (``i_core.scripted.reference_tokens``, documented there: GPT-2
+style split: optional leading space + a letter run, digit runs of up to 3, single punctuation,
+whitespace runs; letter runs longer than 7 cost one token per started 7 letters; every non-ASCII
+character costs one token), and ``request_tokens`` is its ``prompt_tokens`` of the same request on
+the OpenAI wire, so the benches measure against the numbers the end-to-end tests see. On English
+prose it gives ~4.5 bytes/token, on code ~3 and on CJK ~3, which is the shape of real BPE
+tokenizers, but it is not any provider's tokenizer.
 """
 
 from __future__ import annotations
 
 import random
-import re
 from typing import Any
 
 import orjson
 
-_SPLIT = re.compile(r" ?[A-Za-z]+| ?[0-9]{1,3}|[^\x00-\x7f]| ?[^\sA-Za-z0-9\x80-\U0010ffff]|\s+")
+from i_core.scripted import prompt_tokens
+from i_core.scripted import reference_tokens as reference_tokens  # re-exported: the benches import it from here
 
 WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "this", "are", "from", "or", "have", "an", "they", "which", "one", "you", "were", "her", "all", "she", "there", "would", "their", "we", "him", "been", "has", "when", "who", "will", "more", "no", "if", "out", "so", "said", "what", "up", "its", "about", "into", "than", "them", "can", "only", "other", "new", "some", "could", "time", "these", "two", "may", "then", "do", "first", "any", "my", "now", "such", "like", "our", "over", "man", "me", "even", "most", "made", "after", "also", "did", "many", "before", "must", "through", "back", "years", "where", "much", "your", "way", "well", "down", "should", "because", "each", "just", "those", "people", "how", "too", "little", "state", "good", "very", "make", "world", "still", "own", "see", "men", "work", "long", "get", "here", "between", "both", "life", "being", "under", "never", "day", "same", "another", "know", "while", "function", "return", "value", "context", "budget", "worker", "request", "estimate", "history", "message", "compaction", "session"]
 CJK = "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可里后"
@@ -34,29 +36,10 @@ CODE_LINES = (
 )
 
 
-def reference_tokens(text: str) -> int:
-    """Synthetic reference token count of ``text`` (see the module docstring)."""
-    count = 0
-    for match in _SPLIT.finditer(text):
-        piece = match.group()
-        letters = len(piece.lstrip())
-        count += (letters + 6) // 7 if piece.strip().isalpha() and piece.isascii() else 1
-    return count
-
-
 def request_tokens(history: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
     """Synthetic "real usage" input tokens of a chat request (chat-ML-like framing included)."""
-    total = 3
-    for message in history:
-        total += 4
-        content = message.get("content")
-        if isinstance(content, str):
-            total += reference_tokens(content)
-        for call in message.get("tool_calls") or []:
-            total += 3 + reference_tokens(call["function"]["name"]) + reference_tokens(call["function"]["arguments"])
-    for tool in tools:
-        total += 8 + reference_tokens(orjson.dumps(tool).decode())
-    return total
+    wire_tools = [{"type": "function", "function": tool} for tool in tools]
+    return prompt_tokens("openai", {"messages": history, "tools": wire_tools})
 
 
 def _prose(rng: random.Random, words: int) -> str:
