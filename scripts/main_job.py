@@ -24,6 +24,11 @@ BIN = Path(sys.executable).parent
 I_CMD = str(BIN / "i")
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "read README.md and summarise it"
+# The scripted stand-in's context size, in tokens: the budget worker needs budget.context_window,
+# and the stand-in is a different model from the configured one, so its window replaces the
+# configured model's (and the fields sized for that window are dropped with it).
+STANDIN_CONTEXT_WINDOW = 32768
+_WINDOW_SIZED = ("context_window", "output_reserve", "threshold")
 
 
 def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -86,8 +91,10 @@ def main() -> int:
             print(f"NOTE: the configured model cannot be used ({why}); running against the project's SCRIPTED "
                   "stand-in model on loopback. Everything else is real: core, workers, tools, session file.",
                   file=sys.stderr)
-            with ScriptedModel(scripted_steps()) as model:
-                demo = dict(config, base_url=model.base_url, protocol="openai", api_key_env=None)
+            with ScriptedModel(scripted_steps(), context_window=STANDIN_CONTEXT_WINDOW) as model:
+                budget = {k: v for k, v in (config.get("budget") or {}).items() if k not in _WINDOW_SIZED}
+                budget["context_window"] = STANDIN_CONTEXT_WINDOW
+                demo = dict(config, base_url=model.base_url, protocol="openai", api_key_env=None, budget=budget)
                 demo_config = Path(tmp) / "config.json"
                 demo_config.write_text(json.dumps(demo))
                 result = run([*argv[:1], "--config", str(demo_config), *argv[1:]])

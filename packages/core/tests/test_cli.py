@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import uuid
@@ -17,7 +18,11 @@ def test_version(run_i):
 
 
 def test_init_creates_four_files_and_never_overwrites(run_i, dirs):
-    first = run_i("--runtime", "init")
+    # A port nothing listens on: init asks the server for its context size (see test_initialise.py).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        nothing = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    first = run_i("--runtime", "init", "--base-url", nothing)
     assert first.returncode == 0
     assert sorted(p.name for p in dirs["config"].iterdir()) == ["bindings.json", "builtin.json", "config.json", "plugins.json"]
     (dirs["config"] / "config.json").write_text('{"model":"mine"}')

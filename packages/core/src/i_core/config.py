@@ -6,7 +6,6 @@ key in the file is refused.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -21,10 +20,6 @@ from .providers.reply import RESERVED_FIELDS
 PROTOCOLS = ("openai", "deepseek", "anthropic", "responses")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _SECRET_FIELDS = ("api_key", "key", "token", "authorization", "password", "secret")
-_BUDGET_FIELDS = {
-    "context_window", "output_reserve", "threshold", "safety_ratio", "tool_output_ratio", "image_tokens", "images",
-    "tokenizer", "calibrate",
-}
 _TOP_FIELDS = {
     "protocol", "base_url", "model", "api_key_env", "max_tokens", "use_max_tokens", "io_limit_bytes", "budget",
     "extra_body", "stream", "timeout", "retries",
@@ -79,41 +74,15 @@ def _int(raw: dict[str, Any], key: str, where: str, low: int, high: int, default
     return value
 
 
-def _ratio(raw: dict[str, Any], key: str, where: str, low: float, high: float, default: float) -> float:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{where}: {key} must be a number, got {value!r}")
-    if not low <= value < high:
-        raise ConfigError(f"{where}: {key} must be in [{low}, {high}), got {value}")
-    return float(value)
-
-
-def _budget(raw: object, where: str, max_tokens: int) -> dict[str, Any]:
+def _budget(raw: object, where: str) -> dict[str, Any]:
+    """The ``budget`` object as given (absent: ``{}``). Its fields, their ranges and defaults
+    (``context_window`` is required; ``output_reserve`` defaults to max_tokens) are the budget
+    worker's to validate: the core checks only that it is an object and passes it through."""
     if raw is None:
-        raw = {}
+        return {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: budget must be an object")
-    unknown = sorted(set(raw) - _BUDGET_FIELDS)
-    if unknown:
-        raise ConfigError(f"{where}: budget has unknown field(s): {', '.join(unknown)}")
-    w = f"{where}: budget"
-    budget: dict[str, Any] = dict(raw)
-    budget["context_window"] = _int(raw, "context_window", w, 1024, 100_000_000, 128_000)
-    window = budget["context_window"]
-    budget["output_reserve"] = _int(raw, "output_reserve", w, 0, window - 1, min(max_tokens, window - 1))
-    if "threshold" in raw:
-        budget["threshold"] = _int(raw, "threshold", w, 1, budget["context_window"], None)
-    budget["safety_ratio"] = _ratio(raw, "safety_ratio", w, 0.0, 0.5, 0.02)
-    budget["tool_output_ratio"] = _ratio(raw, "tool_output_ratio", w, 0.0, 1.0, 0.02)
-    if "image_tokens" in raw:
-        budget["image_tokens"] = _int(raw, "image_tokens", w, 0, 1_000_000, None)
-    tokenizer = raw.get("tokenizer")
-    if tokenizer not in (None, "utf8_bytes"):
-        raise ConfigError(
-            f"{w}.tokenizer {tokenizer!r} is not supported: the BPE tokenizers (cl100k_base, o200k_base, "
-            "p50k_base, r50k_base) were removed; omit the field or use \"utf8_bytes\""
-        )
-    return budget
+        raise ConfigError(f"{where}: budget must be an object, got {type(raw).__name__}")
+    return dict(raw)
 
 
 def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiConfig:
@@ -164,7 +133,7 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
     return ApiConfig(
         protocol=protocol, base_url=base_url.rstrip("/"), model=model, api_key_env=api_key_env,
         max_tokens=max_tokens, use_max_tokens=use_max_tokens, io_limit_bytes=io_limit,
-        budget=_budget(raw.get("budget"), source, max_tokens), extra_body=extra_body, stream=stream,
+        budget=_budget(raw.get("budget"), source), extra_body=extra_body, stream=stream,
         timeout=float(timeout), retries=retries, source=source,
     )
 

@@ -46,3 +46,38 @@ class SessionError(CoreError):
     """A session file is unreadable, corrupt or belongs to another workspace."""
 
     exit_code = EXIT_CONFIG
+
+
+class ContextTooLong(ModelError):
+    """The model server refused a request as too long for its context window.
+
+    ``input_tokens`` and ``limit`` are the server's own counts when its message gave them (else
+    None); ``provider_message`` is its error text; ``status`` the HTTP status (None for an error
+    sent inside a stream or a 200 body). Never retried: the same request would be refused again.
+    """
+
+    def __init__(
+        self,
+        *,
+        input_tokens: int | None = None,
+        limit: int | None = None,
+        provider_message: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        self.input_tokens = input_tokens
+        self.limit = limit
+        self.provider_message = provider_message
+        self.status = status
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        text = "the model server refused the request as too long for its context"
+        if self.input_tokens is not None and self.limit is not None:
+            if self.input_tokens > self.limit:
+                return f"{text} ({self.input_tokens} tokens > {self.limit})"
+            return f"{text} ({self.input_tokens} input tokens plus the requested output > {self.limit})"
+        if self.limit is not None:
+            return f"{text} (limit {self.limit} tokens)"
+        if self.input_tokens is not None:
+            return f"{text} ({self.input_tokens} tokens)"
+        return f"{text}: {self.provider_message}" if self.provider_message else text

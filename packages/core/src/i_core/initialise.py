@@ -1,23 +1,37 @@
-"""`i --runtime init`: the default configuration files, never overwriting an existing one."""
+"""`i --runtime init`: the default configuration files, never overwriting an existing one.
+
+The core has no capacity table, so init never invents a context window: when it creates
+config.json it asks the configured server once for its context size (llama.cpp ``/props``, then
+``<base_url>/models``: vLLM's ``max_model_len``, OpenRouter/LM Studio's ``context_length``) and
+writes ``budget.context_window`` only when the server said it. Nothing is discovered at run time.
+"""
 
 from __future__ import annotations
 
+import copy
 import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
+from .errors import ConfigError
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
+DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_CONFIG: dict[str, Any] = {
     "protocol": "openai",
-    "base_url": "http://127.0.0.1:8080/v1",
-    "model": "gpt-4o-mini",
+    "base_url": DEFAULT_BASE_URL,
+    "model": DEFAULT_MODEL,
     "api_key_env": "OPENAI_API_KEY",
     "max_tokens": 4096,
     "use_max_tokens": False,
     "io_limit_bytes": 1048576,
     "budget": {
-        "context_window": 128000,
         "safety_ratio": 0.02,
         "tool_output_ratio": 0.02,
     },
@@ -30,15 +44,202 @@ DEFAULT_FILES: dict[str, dict[str, Any]] = {
     "builtin.json": {"builtin_profile": "configured", "tools": []},
 }
 
+PROBE_TIMEOUT = 2.0  # seconds per discovery request, start to end
+_PROBE_MAX_BYTES = 8 * 1024 * 1024  # OpenRouter's model list is a few MB
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+_UNREACHABLE = "cannot connect"
 
-def initialise(config_dir: Path) -> list[tuple[Path, bool]]:
-    """Write each default file that does not exist yet; returns (path, created) pairs."""
+
+@dataclass(frozen=True)
+class ContextDiscovery:
+    """What the server said about its context size: ``window`` and where from, or why not."""
+
+    window: int | None
+    source: str | None  # e.g. "http://127.0.0.1:8080/props (n_ctx)"
+    asked: tuple[str, ...]  # every URL asked, each with what came back when it did not help
+
+
+@dataclass(frozen=True)
+class InitResult:
+    """The files init wrote or kept, and the line to print about ``budget.context_window``."""
+
+    files: list[tuple[Path, bool]]
+    context_note: str | None  # None when config.json already existed (nothing was asked)
+
+
+def default_config(base_url: str | None = None, model: str | None = None) -> dict[str, Any]:
+    """The config.json init writes, before discovery; ``base_url``/``model`` replace the defaults."""
+    config = copy.deepcopy(DEFAULT_CONFIG)
+    if base_url is not None:
+        try:
+            parts = urlsplit(base_url)
+        except ValueError:
+            raise ConfigError(f"--base-url is not a valid URL: {base_url!r}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"--base-url must be an http(s) URL such as {DEFAULT_BASE_URL}, got {base_url!r}")
+        if parts.username or parts.password:
+            raise ConfigError("--base-url must not contain credentials; put the key in the variable api_key_env names")
+        config["base_url"] = base_url.rstrip("/")
+    if model is not None:
+        if not model.strip():
+            raise ConfigError("--model must be a non-empty model name")
+        config["model"] = model
+    return config
+
+
+def run_init(
+    config_dir: Path,
+    *,
+    base_url: str | None = None,
+    model: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    timeout: float = PROBE_TIMEOUT,
+) -> InitResult:
+    """Write each default file that does not exist yet; config.json with the discovered window."""
+    config = default_config(base_url, model)
     config_dir.mkdir(parents=True, exist_ok=True)
-    results = []
+    files = []
+    note = None
     for name, content in DEFAULT_FILES.items():
         path = config_dir / name
-        results.append((path, _create_exclusive(path, orjson.dumps(content, option=orjson.OPT_INDENT_2) + b"\n")))
-    return results
+        if name == "config.json":
+            if path.exists():
+                files.append((path, False))
+                continue
+            env = os.environ if environ is None else environ
+            key_env = config.get("api_key_env")
+            api_key = env.get(key_env) if isinstance(key_env, str) else None
+            found = discover_context_window(config["base_url"], config["model"], api_key or None, timeout=timeout)
+            if found.window is not None:
+                config["budget"] = {"context_window": found.window, **config["budget"]}
+            content = config
+            created = _create_exclusive(path, _dumps(content))
+            files.append((path, created))
+            if created:
+                note = _note(found, path)
+            continue
+        files.append((path, _create_exclusive(path, _dumps(content))))
+    return InitResult(files=files, context_note=note)
+
+
+def initialise(config_dir: Path, **options: Any) -> list[tuple[Path, bool]]:
+    """Write each default file that does not exist yet; returns (path, created) pairs."""
+    return run_init(config_dir, **options).files
+
+
+def _note(found: ContextDiscovery, path: Path) -> str:
+    if found.window is not None:
+        return f"budget.context_window {found.window} from {found.source}"
+    asked = "; ".join(found.asked)
+    return (
+        f"budget.context_window is not set: set it in {path} to your model's context size in tokens"
+        + (f" (asked {asked})" if asked else "")
+    )
+
+
+def discover_context_window(
+    base_url: str, model: str, api_key: str | None = None, *, timeout: float = PROBE_TIMEOUT
+) -> ContextDiscovery:
+    """Ask the server once for its context size: llama.cpp ``<root>/props`` (``n_ctx``), then
+    ``<base_url>/models`` (the model's entry, or the only one: ``max_model_len`` or
+    ``context_length``). ``<root>`` is base_url without a trailing ``/v1``. Never raises: an
+    unreachable or silent server gives a ContextDiscovery without a window."""
+    base = base_url.rstrip("/")
+    root = base.removesuffix("/v1")
+    asked: list[str] = []
+    props_url = f"{root}/props"
+    body, problem = _get_json(props_url, api_key, timeout)
+    window, field = _props_window(body)
+    if window is not None:
+        return ContextDiscovery(window, f"{props_url} ({field})", tuple(asked))
+    asked.append(f"{props_url}: {problem or 'no n_ctx'}")
+    models_url = f"{base}/models"
+    if problem and problem.startswith(_UNREACHABLE):
+        # Nothing listens there: a second request to the same server would only fail again.
+        return ContextDiscovery(None, None, tuple(asked))
+    body, problem = _get_json(models_url, api_key, timeout)
+    window, field = _models_window(body, model)
+    if window is not None:
+        return ContextDiscovery(window, f"{models_url} ({field})", tuple(asked))
+    asked.append(f"{models_url}: {problem or 'no max_model_len or context_length for ' + repr(model)}")
+    return ContextDiscovery(None, None, tuple(asked))
+
+
+def _positive(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value
+
+
+def _props_window(body: Any) -> tuple[int | None, str]:
+    if not isinstance(body, dict):
+        return None, ""
+    settings = body.get("default_generation_settings")
+    if isinstance(settings, dict) and (window := _positive(settings.get("n_ctx"))) is not None:
+        return window, "default_generation_settings.n_ctx"
+    if (window := _positive(body.get("n_ctx"))) is not None:
+        return window, "n_ctx"
+    return None, ""
+
+
+def _models_window(body: Any, model: str) -> tuple[int | None, str]:
+    entries = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(entries, list):
+        return None, ""
+    entries = [entry for entry in entries if isinstance(entry, dict)]
+    entry = next((e for e in entries if e.get("id") == model), None)
+    if entry is None and len(entries) == 1:
+        entry = entries[0]
+    if entry is None:
+        return None, ""
+    for name in ("max_model_len", "context_length"):
+        if (window := _positive(entry.get(name))) is not None:
+            return window, f"{entry.get('id', '?')}: {name}"
+    return None, ""
+
+
+def _get_json(url: str, api_key: str | None, timeout: float) -> tuple[Any, str | None]:
+    """(decoded JSON body, None) of one GET, or (None, what went wrong). No redirects, no retries."""
+    import httpx
+
+    headers = {"accept": "application/json"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    loopback = (urlsplit(url).hostname or "") in _LOOPBACK
+    deadline = time.monotonic() + timeout
+    try:
+        with (
+            httpx.Client(timeout=timeout, follow_redirects=False, trust_env=not loopback) as client,
+            client.stream("GET", url, headers=headers) as response,
+        ):
+            if response.status_code != 200:
+                return None, f"HTTP {response.status_code}"
+            data = bytearray()
+            for chunk in response.iter_bytes():
+                data.extend(chunk)
+                if len(data) > _PROBE_MAX_BYTES:
+                    return None, f"body over {_PROBE_MAX_BYTES} bytes"
+                if time.monotonic() > deadline:
+                    return None, f"timed out after {timeout:g} s"
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        return None, f"{_UNREACHABLE}: {_detail(exc)}"
+    except httpx.TimeoutException:
+        return None, f"timed out after {timeout:g} s"
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
+        return None, f"failed: {_detail(exc)}"
+    try:
+        return orjson.loads(bytes(data)), None
+    except orjson.JSONDecodeError:
+        return None, "not JSON"
+
+
+def _detail(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _dumps(content: dict[str, Any]) -> bytes:
+    return orjson.dumps(content, option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def _create_exclusive(path: Path, data: bytes) -> bool:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from .errors import ModelError
+from .providers.rejection import context_rejection
 
 if TYPE_CHECKING:
     import httpx
@@ -172,6 +173,9 @@ class Transport:
                 assert on_event is not None
                 if response.headers.get("content-type", "").startswith("application/json"):
                     raw = self._read(response)
+                    rejection = context_rejection(None, raw)
+                    if rejection is not None:
+                        raise rejection
                     detail = _provider_message(raw) or _snippet(raw)
                     raise TransportError(
                         f"model endpoint answered JSON instead of an event stream (stream: true): {detail}",
@@ -234,7 +238,12 @@ class Transport:
             if event is not None:
                 yield event
 
-    def _status_error(self, status: int, raw: bytes, headers: Any) -> TransportError | _Transient:
+    def _status_error(self, status: int, raw: bytes, headers: Any) -> ModelError | _Transient:
+        """What an HTTP error answer means: a context rejection (never retried), a transient
+        failure (retried) or a final TransportError."""
+        rejection = context_rejection(status, raw)
+        if rejection is not None:
+            return rejection
         provider = _provider_message(raw)
         detail = provider if provider is not None else _snippet(raw)
         if status in RETRY_STATUSES:

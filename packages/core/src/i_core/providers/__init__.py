@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .anthropic import AnthropicAdapter
 from .openai import DeepSeekAdapter, OpenAIAdapter
+from .rejection import context_rejection
 from .reply import RESERVED_FIELDS, Adapter, ModelReply, ProviderError, StreamParser
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ __all__ = [
     "OpenAIAdapter",
     "ProviderError",
     "StreamParser",
+    "context_rejection",
     "exchange",
     "get_adapter",
 ]

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from .rejection import context_rejection
 from .reply import (
     ModelReply,
     ProviderError,
@@ -81,7 +82,7 @@ class AnthropicAdapter:
         """The internal assistant message of a ``message`` body; raw blocks kept in ``_anthropic_content``."""
         problem = error_message(body) if isinstance(body, dict) else None
         if problem is not None:
-            raise ProviderError(f"model answered an error: {problem}")
+            raise context_rejection(None, body) or ProviderError(f"model answered an error: {problem}")
         blocks = require(body, "content", list, "response")
         raw_finish = body.get("stop_reason")
         if not isinstance(raw_finish, str) or not raw_finish:
@@ -263,7 +264,9 @@ class _MessageStream:
         """Take one decoded event (its ``type`` names it)."""
         kind = event.get("type")
         if kind == "error":
-            raise ProviderError(f"model stream reported an error: {error_message(event) or 'unknown error'}")
+            raise context_rejection(None, event) or ProviderError(
+                f"model stream reported an error: {error_message(event) or 'unknown error'}"
+            )
         if kind == "message_start":
             self._message = dict(event.get("message") or {})
             self._usage.update(self._message.get("usage") or {})

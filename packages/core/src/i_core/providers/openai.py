@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from .rejection import context_rejection
 from .reply import (
     ModelReply,
     ProviderError,
@@ -71,7 +72,7 @@ class OpenAIAdapter:
         """The internal assistant message of a chat.completion body."""
         problem = error_message(body) if isinstance(body, dict) else None
         if problem is not None:
-            raise ProviderError(f"model answered an error: {problem}")
+            raise context_rejection(None, body) or ProviderError(f"model answered an error: {problem}")
         choices = require(body, "choices", list, "response")
         if not choices:
             raise ProviderError("malformed model response: response.choices is empty")
@@ -196,7 +197,7 @@ class _ChatStream:
         """Take one decoded chunk."""
         problem = error_message(event)
         if problem is not None:
-            raise ProviderError(f"model stream reported an error: {problem}")
+            raise context_rejection(None, event) or ProviderError(f"model stream reported an error: {problem}")
         for key in ("id", "model", "created", "system_fingerprint"):
             if key in event and key not in self._meta:
                 self._meta[key] = event[key]

@@ -1,0 +1,242 @@
+"""`i --runtime init` asks the configured server once for its context size and never invents one;
+config.json's ``budget`` is passed through to the budget worker untouched."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from i_core.config import load_api_config, parse_api_config
+from i_core.errors import ConfigError
+from i_core.initialise import discover_context_window, initialise, run_init
+
+PROPS = {"default_generation_settings": {"n_ctx": 8192, "params": {"n_predict": -1}}, "total_slots": 1}
+NO_KEY = {"OPENAI_API_KEY": ""}
+
+
+class ModelServer:
+    """A loopback server answering GETs from ``routes``: path -> (status, JSON body or bytes[, headers[, delay]])."""
+
+    def __init__(self, routes: dict[str, tuple[Any, ...]]) -> None:
+        self.routes = routes
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                outer.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                status, body, headers, delay = (*outer.routes.get(self.path, (404, {"error": "nope"})), {}, 0)[:4]
+                if delay:
+                    time.sleep(delay)
+                raw = body if isinstance(body, bytes) else orjson.dumps(body)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(raw)))
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except OSError:
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.root = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.base_url = self.root + "/v1"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    @property
+    def paths(self) -> list[str]:
+        return [path for path, _ in self.requests]
+
+    def __enter__(self) -> ModelServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def closed_port_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def config_of(config_dir: Path) -> dict[str, Any]:
+    return orjson.loads((config_dir / "config.json").read_bytes())
+
+
+# --- through the real command ---------------------------------------------------------------------
+
+
+def test_init_writes_llama_cpp_n_ctx_and_says_where_from(run_i, dirs, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with ModelServer({"/props": (200, PROPS)}) as server:
+        result = run_i("--runtime", "init", "--base-url", server.base_url, "--model", "qwen")
+    assert result.returncode == 0, result.stderr
+    config = config_of(dirs["config"])
+    assert config["budget"]["context_window"] == 8192
+    assert config["base_url"] == server.base_url and config["model"] == "qwen"
+    out = result.stdout.decode()
+    assert f"budget.context_window 8192 from {server.root}/props (default_generation_settings.n_ctx)" in out
+    assert server.paths == ["/props"]  # asked once; nothing else once it answered
+    assert "authorization" not in server.requests[0][1]
+    assert load_api_config(dirs["config"] / "config.json").budget["context_window"] == 8192
+
+
+def test_init_reads_vllm_max_model_len_from_models(run_i, dirs) -> None:
+    models = {"object": "list", "data": [{"id": "Qwen/Qwen3-8B", "object": "model", "max_model_len": 32768}]}
+    with ModelServer({"/v1/models": (200, models)}) as server:
+        result = run_i("--runtime", "init", "--base-url", server.base_url + "/", env_extra=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    assert config_of(dirs["config"])["budget"]["context_window"] == 32768
+    assert f"budget.context_window 32768 from {server.base_url}/models (Qwen/Qwen3-8B: max_model_len)" in (
+        result.stdout.decode()
+    )
+    assert server.paths == ["/props", "/v1/models"]
+
+
+def test_init_against_nothing_writes_no_window_and_names_the_field(run_i, dirs) -> None:
+    result = run_i("--runtime", "init", "--base-url", closed_port_url(), env_extra=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    config = config_of(dirs["config"])
+    assert "context_window" not in config["budget"]
+    path = dirs["config"] / "config.json"
+    assert (f"budget.context_window is not set: set it in {path} to your model's context size in tokens"
+            in result.stdout.decode())
+    assert sorted(p.name for p in dirs["config"].iterdir()) == ["bindings.json", "builtin.json", "config.json",
+                                                                 "plugins.json"]
+
+
+def test_init_never_overwrites_and_asks_nothing_when_config_exists(run_i, dirs) -> None:
+    (dirs["config"] / "config.json").write_text('{"model":"mine"}')
+    with ModelServer({"/props": (200, PROPS)}) as server:
+        result = run_i("--runtime", "init", "--base-url", server.base_url)
+        assert server.requests == []
+    assert result.returncode == 0, result.stderr
+    assert (dirs["config"] / "config.json").read_text() == '{"model":"mine"}'
+    assert "context_window" not in result.stdout.decode()
+    again = run_i("--runtime", "init", "--base-url", closed_port_url())
+    assert again.stdout.decode().count("kept") == 4
+
+
+def test_init_refuses_a_bad_base_url(run_i, dirs) -> None:
+    for bad in ("ftp://host/v1", "http://user:pw@host/v1", "not a url"):
+        result = run_i("--runtime", "init", "--base-url", bad)
+        assert result.returncode == 3, (bad, result.stderr)
+        assert result.stderr.decode().startswith("i: --base-url") and b"Traceback" not in result.stderr
+    assert not (dirs["config"] / "config.json").exists()
+
+
+# --- discovery in process -------------------------------------------------------------------------
+
+
+def test_newer_llama_cpp_top_level_n_ctx() -> None:
+    with ModelServer({"/props": (200, {"n_ctx": 16384, "total_slots": 1})}) as server:
+        found = discover_context_window(server.base_url, "m")
+    assert found.window == 16384 and found.source == f"{server.root}/props (n_ctx)"
+
+
+@pytest.mark.parametrize(
+    ("entries", "model", "window", "field"),
+    [
+        ([{"id": "a", "context_length": 1000}, {"id": "b", "context_length": 200000}], "b", 200000, "b: context_length"),
+        ([{"id": "only", "context_length": 4096}], "other-name", 4096, "only: context_length"),
+        ([{"id": "a", "context_length": 1000}, {"id": "b", "context_length": 2000}], "c", None, None),
+        ([{"id": "m"}], "m", None, None),  # llama.cpp / Ollama: no context field
+        ([{"id": "m", "max_model_len": "4096"}, "junk"], "m", None, None),
+        ([{"id": "m", "max_model_len": 0}], "m", None, None),
+    ],
+)
+def test_models_entry_selection(entries: list[Any], model: str, window: int | None, field: str | None) -> None:
+    with ModelServer({"/v1/models": (200, {"object": "list", "data": entries})}) as server:
+        found = discover_context_window(server.base_url, model)
+    assert found.window == window
+    if field is not None:
+        assert found.source == f"{server.base_url}/models ({field})"
+
+
+def test_a_base_url_without_v1_asks_props_at_the_base_url() -> None:
+    with ModelServer({"/api/props": (200, PROPS)}) as server:
+        found = discover_context_window(server.root + "/api", "m")
+    assert found.window == 8192 and server.paths == ["/api/props"]
+
+
+def test_redirects_are_not_followed() -> None:
+    with ModelServer({"/props": (307, b"", {"location": "/elsewhere"}), "/elsewhere": (200, PROPS),
+                      "/v1/models": (302, b"", {"location": "/elsewhere"})}) as server:
+        found = discover_context_window(server.base_url, "m")
+    assert found.window is None and server.paths == ["/props", "/v1/models"]
+    assert found.asked == (f"{server.root}/props: HTTP 307", f"{server.base_url}/models: HTTP 302")
+
+
+def test_the_key_is_sent_as_bearer_only_when_its_variable_is_set(dirs) -> None:
+    with ModelServer({"/props": (200, PROPS)}) as server:
+        run_init(dirs["config"], base_url=server.base_url, environ={"OPENAI_API_KEY": "sk-test"})
+        assert server.requests[0][1]["authorization"] == "Bearer sk-test"
+    (dirs["config"] / "config.json").unlink()
+    with ModelServer({"/props": (200, PROPS)}) as server:
+        run_init(dirs["config"], base_url=server.base_url, environ={})
+        assert "authorization" not in server.requests[0][1]
+
+
+def test_a_silent_server_does_not_hold_init(dirs) -> None:
+    with ModelServer({"/props": (200, PROPS, {}, 3), "/v1/models": (200, {"data": []}, {}, 3)}) as server:
+        started = time.monotonic()
+        result = run_init(dirs["config"], base_url=server.base_url, environ={}, timeout=0.3)
+        assert time.monotonic() - started < 2.5
+    assert "context_window" not in config_of(dirs["config"])["budget"]
+    assert result.context_note is not None and "timed out" in result.context_note
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1]", orjson.dumps({"default_generation_settings": {"n_ctx": -1}}),
+                                  orjson.dumps({"n_ctx": True})])
+def test_unusable_props_answers_write_no_window(dirs, body: bytes) -> None:
+    with ModelServer({"/props": (200, body)}) as server:
+        found = discover_context_window(server.base_url, "m")
+    assert found.window is None
+
+
+def test_initialise_keeps_its_pairs_interface(dirs) -> None:
+    pairs = dict(initialise(dirs["config"], base_url=closed_port_url(), environ={}))
+    assert sorted(p.name for p in pairs) == ["bindings.json", "builtin.json", "config.json", "plugins.json"]
+    assert all(pairs.values())
+    assert "context_window" not in config_of(dirs["config"])["budget"]
+
+
+# --- config.json's budget is the budget worker's to validate -------------------------------------
+
+BASE = {"protocol": "openai", "base_url": "http://127.0.0.1:8080/v1", "model": "m"}
+
+
+def test_a_missing_context_window_is_not_filled_in() -> None:
+    assert parse_api_config(dict(BASE)).budget == {}
+    assert parse_api_config({**BASE, "budget": {"safety_ratio": 0.02}}).budget == {"safety_ratio": 0.02}
+    assert parse_api_config({**BASE, "max_tokens": 2048, "budget": {"context_window": 8192}}).budget == {
+        "context_window": 8192
+    }  # no output_reserve default either: the worker defaults it to max_tokens
+
+
+def test_the_budget_is_passed_through_as_given() -> None:
+    budget = {"context_window": 10, "output_reserve": 99, "threshold": 5, "calibrate": True, "tokenizer": "cl100k_base",
+              "future_field": {"x": 1}}
+    assert parse_api_config({**BASE, "budget": budget}).budget == budget
+
+
+@pytest.mark.parametrize("budget", [[], "8192", 8192, True])
+def test_a_budget_that_is_not_an_object_is_refused(budget: Any) -> None:
+    with pytest.raises(ConfigError, match="budget must be an object"):
+        parse_api_config({**BASE, "budget": budget})
