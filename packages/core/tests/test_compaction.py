@@ -23,7 +23,7 @@ def setup(dirs, project, tmp_path, write_manifest):
     behaviour = tmp_path / "behaviour.json"
     behaviour.write_text("{}")
     worker = [sys.executable, str(HERE / "workers" / "fake_compactor.py"), str(behaviour)]
-    events = ["context_budget", "compact_plan", "before_compact", "after_compact"]
+    events = ["context_budget", "compact_plan", "before_compact", "after_compact", "after_compact_commit"]
     manifest = write_manifest({"hooks": [{"events": events, "exec": worker}]})
     env = dict(os.environ, I_CONFIG_DIR=str(dirs["config"]), I_DATA_DIR=str(dirs["data"]),
                I_CACHE_DIR=str(dirs["cache"]), I_RUNTIME_DIR=str(dirs["runtime"]))
@@ -147,3 +147,131 @@ def test_no_compactor_means_no_fallback(setup, tmp_path, dirs, project):
                                 env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 5 and "no compactor is installed" in result.stderr
     assert model.requests == []
+
+
+# -- the summary-request loop, a second plan, and diagnostics that follow the core's decision ------
+
+
+def _log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _commit_setup(setup, tmp_path):
+    setup.log = tmp_path / "log.ndjson"
+    return setup
+
+
+def test_chunked_summary_requests_carry_the_summary_so_far(setup, tmp_path):
+    summary_requests = []
+
+    def step(request):
+        if not request.get("tools"):
+            summary_requests.append(request)
+            return {"text": f"<continuation_summary>after part {len(summary_requests)}</continuation_summary>"}
+        return {"text": "ok"}
+
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([step] * 12) as model:
+        grow(setup, model, turns=5)
+        setup.behave(fits_over=12000, cut="keep_two", chunks=3, log=str(log))
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    assert [r["messages"][0]["content"] for r in summary_requests] == ["part 1", "part 2", "part 3"]
+    assert "<summary_so_far>" not in summary_requests[0]["messages"][1]["content"]
+    assert "after part 1" in summary_requests[1]["messages"][1]["content"]
+    assert "after part 2" in summary_requests[2]["messages"][1]["content"]
+    saved = orjson.loads(setup.session.read_bytes())["messages"]
+    assert "after part 3" in saved[1]["content"]
+    commits = [r for r in _log(log) if r["event"] == "after_compact_commit"]
+    assert len(commits) == 1 and commits[0]["committed"] is True and commits[0]["check"] is None
+    assert commits[0]["comparable_after"] < commits[0]["comparable_before"]
+    assert isinstance(commits[0]["cut"], int)
+
+
+def test_after_compact_may_ask_for_bounded_revisions(setup, tmp_path):
+    summary_requests = []
+
+    def step(request):
+        if not request.get("tools"):
+            summary_requests.append(request)
+            return {"text": f"<continuation_summary>version {len(summary_requests)}</continuation_summary>"}
+        return {"text": "ok"}
+
+    with ScriptedModel([step] * 12) as model:
+        grow(setup, model)
+        setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", revise=2)
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    assert [r["messages"][0]["content"] for r in summary_requests] == ["Summarise", "revise round 1",
+                                                                       "revise round 2"]
+    assert "version 1" in summary_requests[1]["messages"][1]["content"]  # the summary so far
+    assert "version 3" in orjson.loads(setup.session.read_bytes())["messages"][1]["content"]
+
+
+def test_endless_revisions_fail_and_commit_nothing(setup, tmp_path):
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 3 + [{"text": "<continuation_summary>s</continuation_summary>"}] * 8) \
+            as model:
+        before = grow(setup, model)
+        setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", revise=99, log=str(log))
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 5, result.stderr
+    assert "further summary requests" in result.stderr
+    assert setup.session.read_bytes() == before and not setup.backup.exists()
+    assert len(model.requests) == 3 + 4  # the first summary and three revisions, then it stops
+    commit = [r for r in _log(log) if r["event"] == "after_compact_commit"][-1]
+    assert commit["committed"] is False and commit["check"] == "rounds_exceeded"
+
+
+def test_a_candidate_over_budget_gets_one_later_cut(setup, tmp_path):
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 6) as model:
+        grow(setup, model, turns=4)
+        # keep_four leaves too much; the second plan, told why, keeps only two messages.
+        setup.behave(fits_over=3500, cut="keep_four", second_cut="keep_two", summary="short", log=str(log))
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    plans = [r for r in _log(log) if r["event"] == "compact_plan"]
+    assert len(plans) == 2 and "previous_attempt" not in plans[0]
+    assert plans[1]["previous_attempt"]["reason"] == "candidate_over_budget"
+    assert plans[1]["previous_attempt"]["cut"] < len(orjson.loads(setup.backup.read_bytes())["messages"])
+    commits = [r for r in _log(log) if r["event"] == "after_compact_commit"]
+    assert commits[-1]["committed"] is True
+
+
+def test_a_second_plan_that_is_not_later_is_refused(setup, tmp_path):
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 6) as model:
+        before = grow(setup, model, turns=4)
+        setup.behave(fits_over=3500, cut="keep_four", second_cut="keep_four", summary="short", log=str(log))
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 5
+    assert "is not later" in result.stderr
+    assert setup.session.read_bytes() == before
+    assert len([r for r in _log(log) if r["event"] == "compact_plan"]) == 2  # never a third
+    commit = [r for r in _log(log) if r["event"] == "after_compact_commit"][-1]
+    assert commit["committed"] is False and commit["check"] == "candidate_over_budget"
+
+
+def test_a_declined_plan_is_reported_and_named_in_the_error(setup, tmp_path):
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 4) as model:
+        before = grow(setup, model)
+        setup.behave(fits_over=100, cut="none", log=str(log))
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 5
+    assert "compaction did not help" in result.stderr and "history[" in result.stderr
+    assert "unchanged" in result.stderr
+    assert setup.session.read_bytes() == before
+    commit = [r for r in _log(log) if r["event"] == "after_compact_commit"][-1]
+    assert commit["committed"] is False and commit["check"] == "declined"
+
+
+def test_too_many_chunks_are_refused(setup, tmp_path):
+    with ScriptedModel([{"text": "ok"}] * 4) as model:
+        before = grow(setup, model)
+        setup.behave(fits_over=7000, cut="keep_two", chunks=65)
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 5
+    assert "chunks must be a list of 1 to 64" in result.stderr or "chunks" in result.stderr
+    assert setup.session.read_bytes() == before

@@ -57,7 +57,7 @@ def test_every_profile_selects_known_modules():
 def test_generated_manifest_uses_absolute_paths_and_module_schemas(dirs, fake_workers):
     manifest = generate_manifest("compact", dirs["config"])
     assert [h["module"] for h in manifest["hooks"]] == ["budget", "compact"]
-    assert manifest["hooks"][1]["events"] == ["compact_plan", "before_compact", "after_compact"]
+    assert manifest["hooks"][1]["events"] == ["compact_plan", "before_compact", "after_compact", "after_compact_commit"]
     assert manifest["hooks"][0]["exec"] == [str(fake_workers / "i-budget")]
     assert manifest["hooks"][0]["cwd"] == str(dirs["config"])
     web = generate_manifest("web", dirs["config"])

@@ -15,9 +15,10 @@ from typing import Any, TextIO
 
 import orjson
 
-from .budget import Budget, tool_output_limit, truncate_utf8
+from .budget import Budget, BudgetCheck, tool_output_limit, truncate_utf8
+from .compaction import Compactor, Outcome
 from .config import ApiConfig
-from .errors import BudgetExhausted, ModelError, WorkerFailure
+from .errors import BudgetExhausted, ContextTooLong, CoreError, ModelError, WorkerFailure
 from .history import HistoryError, check_tool_calls, validate_history
 from .model import ModelClient
 from .runtime import Runtime
@@ -52,6 +53,10 @@ class RunStats:
     compactions: int = 0
     compact_attempts: int = 0
     last_compaction: str = ""
+    last_failure: str = ""
+    """The last compaction attempt that failed or was declined, with the refusing component's reason."""
+    rejections: int = 0
+    """Requests the model server refused as too long (each recovered once, or the turn failed)."""
     last_budget: dict[str, Any] | None = None
 
 
@@ -127,9 +132,7 @@ class Agent:
         for _ in range(self.options.max_steps):
             working = self._before_turn(working)
             working, sent = self._ensure_budget(working)
-            self.options.progress("model thinking")
-            on_text = self._on_text if self.model.stream else None
-            reply = self.model.complete(working, self.tool_schemas, on_text=on_text)
+            working, sent, reply = self._request(working, sent)
             self.stats.model_requests += 1
             self.budget.record_usage(sent, reply.usage)
             message = reply.message
@@ -168,43 +171,102 @@ class Agent:
         self.session.meta["context_state"] = state
         return [*working, *appended] if appended else working
 
-    def _ensure_budget(self, working: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        """The history to send (compacted if needed) and the budget output of exactly that request."""
-        result = self.budget.check(working, self.tool_schemas)
-        if result is None:
-            return working, None
-        self.stats.last_budget = result.get("budget_result")
-        verdict = result["budget_result"]
-        if verdict["fits"] and not verdict.get("recommend_compact"):
-            return working, result
-        if self.hooks.has("compact_plan"):
-            from .compaction import Compactor
+    def _request(self, working: list[dict[str, Any]], sent: BudgetCheck | None) -> tuple[
+            list[dict[str, Any]], BudgetCheck | None, Any]:
+        """Send ``working``; a "context too long" refusal is recovered once (learn, compact, send anew)."""
+        on_text = self._on_text if self.model.stream else None
+        self.options.progress("model thinking")
+        try:
+            return working, sent, self.model.complete(working, self.tool_schemas, on_text=on_text)
+        except ContextTooLong as exc:
+            self.stats.rejections += 1
+            if not self.budget.enabled:
+                raise ModelError(f"{exc}; enable the budget and compact modules to recover from this") from None
+            rejection = {"input_tokens": exc.input_tokens, "limit": exc.limit}
+            working, sent = self._ensure_budget(working, rejection=rejection)
+        self.options.progress("model thinking (after compaction)")
+        try:
+            return working, sent, self.model.complete(working, self.tool_schemas, on_text=on_text)
+        except ContextTooLong as exc:
+            self.stats.rejections += 1
+            raise ModelError(f"the model server refused the request as too long again after compaction ({exc}); "
+                             f"the last checkpoint {self.session.path} is unchanged") from None
 
-            self.stats.compact_attempts += 1
-            outcome = Compactor(self).run(working, result)
-            self.stats.last_compaction = outcome.reason
-            if outcome.committed:
+    def _ensure_budget(self, working: list[dict[str, Any]], *, rejection: dict[str, int | None] | None = None
+                       ) -> tuple[list[dict[str, Any]], BudgetCheck | None]:
+        """The history to send (compacted if needed) and the budget answer of exactly that request."""
+        check = self.budget.check(working, self.tool_schemas, rejection=rejection)
+        if check is None:
+            return working, None
+        self.stats.last_budget = check.verdict.raw
+        verdict = check.verdict
+        if rejection is None and verdict.fits and not verdict.recommend_compact:
+            return working, check
+        if not self.hooks.has("compact_plan"):
+            if verdict.fits and rejection is None:
+                return working, check
+            raise BudgetExhausted(
+                f"the next request does not fit the context budget ({verdict.explain()}) and no compactor is "
+                "installed (enable the compact module or start a new session)"
+            )
+        outcome = self.compact(working, check, force=rejection is not None)
+        if outcome.committed and outcome.after is not None:
+            self.stats.last_budget = outcome.after.verdict.raw
+            return outcome.history, outcome.after
+        if verdict.fits and rejection is None:
+            return working, check  # over the trigger but still fits: go on, the failure is on record
+        if verdict.provisional and rejection is None:
+            # Nothing of this model's density is known yet: the byte estimate is several times the
+            # real count. Let the server count; a refusal is recovered (learned, compacted) once.
+            self.options.progress("the budget has no usage of this model yet; the server counts this request")
+            return working, check
+        what = "the model server refused the request as too long" if rejection is not None else \
+            f"the next request does not fit the context budget ({verdict.explain()})"
+        raise BudgetExhausted(f"{what}, and compaction did not help: {outcome.reason}. "
+                              f"{self._oversize_hint(working, verdict.capacity)}")
+
+    def compact(self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *,
+                force: bool = False) -> Outcome:
+        """One compaction attempt over ``history``; a committed one becomes the session's history."""
+        compactor = Compactor(self.hooks, self.budget, self.model, self.config, self.runtime.workspace,
+                              self.tool_schemas, self.session.meta.get("context_state", {}), self.options.progress)
+        self.stats.compact_attempts += 1
+        outcome = compactor.run(history, check, force=force)
+        if outcome.committed:
+            try:
+                outcome.backup = str(self.session.write_backup("precompact", history))
+                self.checkpoint(outcome.history)
+            except (CoreError, HistoryError, OSError) as exc:
+                outcome = outcome.refused("save_failed", f"the compacted history could not be saved: {exc}")
+            else:
+                self.history = outcome.history
                 self.stats.compactions += 1
-                after = self.budget.check(outcome.history, self.tool_schemas)
-                self.stats.last_budget = (after or {}).get("budget_result")
-                return outcome.history, after
-            if verdict["fits"]:
-                return working, result
-            raise BudgetExhausted(f"the next request does not fit the context budget and compaction failed: "
-                                  f"{outcome.reason}")
-        if verdict["fits"]:
-            return working, result
-        reasons = "; ".join(verdict.get("reasons") or []) or "estimate over the budget"
-        raise BudgetExhausted(
-            f"the next request does not fit the context budget ({reasons}) and no compactor is installed "
-            "(enable the compact module or start a new session)"
-        )
+        warning = compactor.report(outcome)
+        if warning:
+            self.options.progress(warning)
+        self.stats.last_compaction = outcome.reason
+        if not outcome.committed:
+            self.stats.last_failure = f"{outcome.check}: {outcome.reason}"
+        return outcome
+
+    def _oversize_hint(self, working: list[dict[str, Any]], capacity: int | None) -> str:
+        """Which message makes the newest request too big, and how to continue."""
+        newest = max((index for index, message in enumerate(working)
+                      if message.get("role") == "user" and index > 0 and "_compaction" not in message), default=0)
+        sizes = [(_size(message), index) for index, message in enumerate(working[newest:], start=newest)]
+        total = sum(size for size, _index in sizes)
+        biggest, where = max(sizes) if sizes else (0, newest)
+        room = f"the input capacity is {capacity} tokens" if capacity is not None else "the capacity is unknown"
+        return (f"The newest request (history[{newest}:], {len(sizes)} message(s), {total} bytes) must stay whole; its "
+                f"largest message is history[{where}] ({working[where].get('role')}, {biggest} bytes) and {room}. "
+                f"The session on disk ({self.session.path}) is unchanged: send a shorter request, raise "
+                "budget.context_window if the model allows more, or continue in a new session.")
 
     # -- tools ----------------------------------------------------------------------------
 
     def _run_tools(self, working: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        budget = self.budget.check(working, self.tool_schemas, pending_tool_calls=len(calls), compact=False)
-        limit = tool_output_limit(budget, DEFAULT_TOOL_OUTPUT_BYTES)
+        check = self.budget.check(working, self.tool_schemas, pending_tool_calls=len(calls), compact=False)
+        limit = tool_output_limit(check, DEFAULT_TOOL_OUTPUT_BYTES)
         results: list[dict[str, Any]] = []
         images: list[dict[str, Any]] = []
         for call in calls:
@@ -309,3 +371,11 @@ class Agent:
     def close(self) -> None:
         """Release the model client."""
         self.model.close()
+
+
+def _size(message: dict[str, Any]) -> int:
+    """Wire bytes of one message (a lone surrogate, kept losslessly in sessions, is measured too)."""
+    try:
+        return len(orjson.dumps(message))
+    except TypeError:
+        return len(repr(message).encode("utf-8", "surrogatepass"))

@@ -7,11 +7,22 @@ usage, the model and the history prefix it covered — is kept in the session me
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+from i_protocol import BudgetVerdict, ProtocolError
 
 from .config import ApiConfig
 from .errors import WorkerFailure
 from .hooks import HookRunner
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetCheck:
+    """One ``context_budget`` answer: the full output (what ``compact_plan`` receives) and its verdict."""
+
+    output: dict[str, Any]
+    verdict: BudgetVerdict
 
 
 class Budget:
@@ -21,6 +32,8 @@ class Budget:
         self.hooks = hooks
         self.config = config
         self.meta = meta  # the session's metadata: the anchor lives there so it survives restarts
+        scheme, netloc = config.origin
+        self.origin = f"{scheme}://{netloc}"
 
     @property
     def enabled(self) -> bool:
@@ -28,19 +41,22 @@ class Budget:
         return self.hooks.has("context_budget")
 
     def check(self, history: list[dict[str, Any]], tools: list[dict[str, Any]], *, pending_tool_calls: int = 0,
-              compact: bool | None = None) -> dict[str, Any] | None:
-        """The budget worker's full output for ``history`` (None when no budget worker runs).
+              compact: bool | None = None, force: bool = False,
+              rejection: dict[str, int | None] | None = None) -> BudgetCheck | None:
+        """The budget worker's answer for ``history`` (None when no budget worker runs).
 
         ``compact`` tells the worker whether a compactor could act on its recommendation
-        (default: whether one is installed).
+        (default: whether one is installed); ``force`` that a compaction runs whatever it says;
+        ``rejection`` that the model server refused exactly this history as too long.
         """
         if not self.enabled:
             return None
         if compact is None:
             compact = self.hooks.has("compact_plan")
-        data = {
+        data: dict[str, Any] = {
             "model": self.config.model,
             "protocol": self.config.protocol,
+            "origin": self.origin,
             "budget": dict(self.config.budget),
             "max_tokens": self.config.max_tokens,
             "history": history,
@@ -50,20 +66,25 @@ class Budget:
             "usage": self.meta.get("usage_anchor"),
             "cut": None,
         }
+        if force:
+            data["force"] = True
+        if rejection is not None:
+            data["rejection"] = {key: value for key, value in rejection.items() if value is not None}
         result = self.hooks.run("context_budget", data)
-        verdict = result.get("budget_result")
-        if not isinstance(verdict, dict) or not isinstance(verdict.get("fits"), bool):
-            raise WorkerFailure("context_budget returned no budget_result with a boolean 'fits'")
+        try:
+            verdict = BudgetVerdict.parse(result)
+        except ProtocolError as exc:
+            raise WorkerFailure(str(exc)) from None
         result["cut"] = None  # a budget provider can never pre-select a cut for the compactor
-        return result
+        return BudgetCheck(result, verdict)
 
-    def record_usage(self, sent: dict[str, Any] | None, usage: dict[str, Any] | None) -> None:
+    def record_usage(self, sent: BudgetCheck | None, usage: dict[str, Any] | None) -> None:
         """Anchor the next estimate on this response's usage, with the template of the request sent.
 
-        ``sent`` is the budget output of the request actually sent; without it, or without
+        ``sent`` is the budget answer of the request actually sent; without it, or without
         valid usage, the old anchor is dropped so nothing stale is trusted.
         """
-        template = (sent or {}).get("budget_result", {}).get("anchor")
+        template = sent.verdict.raw.get("anchor") if sent is not None else None
         valid = usage and all(isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)
                               for k in ("input_tokens", "output_tokens"))
         if not isinstance(template, dict) or not valid:
@@ -74,14 +95,11 @@ class Budget:
                                      "output_tokens": usage["output_tokens"]}
 
 
-def tool_output_limit(result: dict[str, Any] | None, default_bytes: int) -> int:
-    """UTF-8 bytes each pending tool call may return, from the budget output (else the default)."""
-    per_call = (result or {}).get("budget_result", {}).get("tool_output_budget")
-    if isinstance(per_call, dict):
-        value = per_call.get("per_call_bytes")
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-    return default_bytes
+def tool_output_limit(check: BudgetCheck | None, default_bytes: int) -> int:
+    """UTF-8 bytes each pending tool call may return, from the budget answer (else the default)."""
+    if check is None or check.verdict.per_call_bytes is None:
+        return default_bytes
+    return check.verdict.per_call_bytes
 
 
 def truncate_utf8(text: str, limit: int) -> str:

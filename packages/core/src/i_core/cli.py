@@ -32,11 +32,17 @@ def _config_dir() -> Path:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    """Create config.json, plugins.json, bindings.json, builtin.json where missing."""
-    from .initialise import initialise
+    """Create config.json, plugins.json, bindings.json, builtin.json where missing.
 
-    for path, created in initialise(_config_dir()):
+    A new config.json gets ``budget.context_window`` only when the server says its context size.
+    """
+    from .initialise import run_init
+
+    result = run_init(_config_dir(), base_url=args.base_url, model=args.model)
+    for path, created in result.files:
         print(f"{'created' if created else 'kept   '} {path}")
+    if result.context_note is not None:
+        print(result.context_note)
     return 0
 
 
@@ -89,7 +95,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
 def cmd_compact(args: argparse.Namespace) -> int:
     """Compact a saved session now (the console's /compact), whatever the budget says."""
     from .agent import Agent, AgentOptions
-    from .compaction import Compactor, describe
+    from .compaction import describe
     from .config import load_api_config
     from .runtime import Runtime
     from .session import open_session, session_path_for_name
@@ -106,7 +112,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
             agent.start()
             if not runtime.hooks.has("compact_plan"):
                 raise ConfigError("no compactor is installed: enable the compact module in plugins.json")
-            outcome = Compactor(agent).run(agent.history, force=True)
+            outcome = agent.compact(agent.history, force=True)
         finally:
             agent.close()
             session.close()
@@ -134,7 +140,12 @@ def cmd_cache_report(args: argparse.Namespace) -> int:
 def _runtime_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="i --runtime", description="Runtime commands of i.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    sub.add_parser("init", help="create the default configuration files (never overwrites)").set_defaults(func=cmd_init)
+    init = sub.add_parser("init", help="create the default configuration files (never overwrites)")
+    init.add_argument("--base-url", metavar="URL",
+                      help="the model server's API root for config.json (default: http://127.0.0.1:8080/v1); "
+                           "init asks it once for its context size")
+    init.add_argument("--model", metavar="NAME", help="the model name for config.json (default: gpt-4o-mini)")
+    init.set_defaults(func=cmd_init)
     manifest = sub.add_parser("manifest", help="print the manifest of a profile, bindings applied")
     manifest.add_argument("profile", choices=list(PROFILES), metavar="PROFILE", help=", ".join(PROFILES))
     manifest.set_defaults(func=cmd_manifest)

@@ -145,7 +145,7 @@ def _one(agent: object, text: str, progress: Progress) -> None:
 
 def _console(agent: object, progress: Progress) -> None:
     from .agent import Agent
-    from .compaction import Compactor, describe
+    from .compaction import describe
 
     assert isinstance(agent, Agent)
     try:
@@ -165,7 +165,7 @@ def _console(agent: object, progress: Progress) -> None:
         if text in ("/exit", "/quit"):
             return
         if text == "/compact":
-            sys.stderr.write(describe(Compactor(agent).run(agent.history, force=True)) + "\n")
+            sys.stderr.write(describe(agent.compact(agent.history, force=True)) + "\n")
             continue
         try:
             _one(agent, text, progress)
@@ -181,7 +181,12 @@ def _summary(agent: object, path: Path) -> None:
     stats = agent.stats
     tools = ", ".join(sorted(set(stats.tools_used))) or "none"
     line = (f"[i] {stats.model_requests} model request(s), {stats.tool_calls} tool call(s) ({tools}), "
-            f"{stats.compactions} compaction(s); session: {path}")
+            f"{stats.compactions} compaction(s) of {stats.compact_attempts} attempt(s)")
+    if stats.last_failure:
+        line += f" (last failed: {stats.last_failure[:200]})"
+    if stats.rejections:
+        line += f", {stats.rejections} context-length refusal(s) by the server"
+    line += f"; session: {path}"
     budget = stats.last_budget
     if budget and isinstance(budget.get("estimate"), int):
         line += f"; budget estimate {budget['estimate']}"

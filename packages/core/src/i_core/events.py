@@ -12,6 +12,7 @@ EVENTS: tuple[str, ...] = (
     "before_compact",
     "after_compact",
     "before_compact_commit",
+    "after_compact_commit",
     "before_request",
     "request_retry",
     "after_response",

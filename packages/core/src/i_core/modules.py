@@ -63,7 +63,7 @@ MODULES: dict[str, ModuleSpec] = {
         ModuleSpec("memory", events=("before_turn",), tools=_MEMORY_TOOLS,
                    package="i-worker-memory", script="i-memory"),
         ModuleSpec("budget", events=("context_budget",), package="i-worker-budget", script="i-budget"),
-        ModuleSpec("compact", events=("compact_plan", "before_compact", "after_compact"),
+        ModuleSpec("compact", events=("compact_plan", "before_compact", "after_compact", "after_compact_commit"),
                    package="i-worker-compact", script="i-compact"),
         ModuleSpec("web", tools=_WEB_TOOLS, package="i-worker-web", script="i-web"),
         # Cache preparation must run after any wire transformation (responses) in before_request.

@@ -5,7 +5,11 @@ Reads its behaviour from the JSON file named by argv[1] on every call, so a test
    "cut": ... | "none",       # compact_plan's answer ("last_tool" = the index of a tool message)
    "summary": "...",          # before_compact's local summary ("" for an empty one)
    "prompt": "...",           # model route instead of a local summary
-   "crash": "compact_plan"}   # an event to fail with an error frame
+   "crash": "compact_plan",   # an event to fail with an error frame
+   "chunks": N,               # model route: split the prefix into N prepared requests
+   "revise": N,               # after_compact asks for N further requests before accepting
+   "second_cut": ... ,        # compact_plan's answer when called again with previous_attempt
+   "log": "PATH"}             # append every compact_plan / after_compact_commit data (as JSON lines)
 """
 
 from __future__ import annotations
@@ -46,10 +50,20 @@ def context_budget(data: dict, request) -> dict:
     return data
 
 
+def log(conf: dict, event: str, data: dict) -> None:
+    if conf.get("log"):
+        record = {k: v for k, v in data.items() if k not in ("history", "messages")}
+        with open(conf["log"], "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"event": event, **record}) + "\n")
+
+
 @worker.hook("compact_plan")
 def compact_plan(data: dict, request) -> dict:
     conf = check("compact_plan")
+    log(conf, "compact_plan", data)
     cut = conf.get("cut", "none")
+    if data.get("previous_attempt") and "second_cut" in conf:
+        cut = conf["second_cut"]
     history = data["history"]
     if cut == "none":
         cut = None
@@ -57,6 +71,8 @@ def compact_plan(data: dict, request) -> dict:
         cut = max(i for i, m in enumerate(history) if m["role"] == "tool")
     elif cut == "keep_two":
         cut = len(history) - 2
+    elif cut == "keep_four":
+        cut = len(history) - 4
     data["cut"] = cut
     data["state"] = {"planned": True}
     return data
@@ -65,7 +81,12 @@ def compact_plan(data: dict, request) -> dict:
 @worker.hook("before_compact")
 def before_compact(data: dict, request) -> dict:
     conf = check("before_compact")
-    if "prompt" in conf:
+    if conf.get("chunks"):
+        messages, count = data.pop("messages"), conf["chunks"]
+        size = max(1, -(-len(messages) // count))
+        data["chunks"] = [{"prompt": f"part {n + 1}", "messages": messages[n * size:(n + 1) * size]}
+                          for n in range(count)]
+    elif "prompt" in conf:
         data["prompt"] = conf["prompt"]
     else:
         data["summary"] = conf.get("summary", "summary of earlier work")
@@ -74,7 +95,16 @@ def before_compact(data: dict, request) -> dict:
 
 @worker.hook("after_compact")
 def after_compact(data: dict, request) -> dict:
-    check("after_compact")
+    conf = check("after_compact")
+    if data.get("round", 1) <= conf.get("revise", 0):
+        data["request"] = {"prompt": f"revise round {data['round']}", "messages": [
+            {"role": "user", "content": "check the summary"}]}
+    return data
+
+
+@worker.hook("after_compact_commit")
+def after_compact_commit(data: dict, request) -> dict:
+    log(behaviour(), "after_compact_commit", data)
     return data
 
 

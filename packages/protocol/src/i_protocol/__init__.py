@@ -6,6 +6,7 @@ Worker authors need only ``Worker``, ``Request`` and ``WorkerError``; hosts use
 
 from .__about__ import PROTOCOL_VERSION, __version__
 from .atomic import atomic_write_bytes
+from .budget import BudgetVerdict
 from .config import WorkerConfig
 from .context import Paths, paths_from_env, paths_from_request, validate_paths
 from .errors import (
@@ -25,6 +26,7 @@ from .worker import Request, Worker
 __all__ = [
     "MAX_FRAME_BYTES",
     "PROTOCOL_VERSION",
+    "BudgetVerdict",
     "CallError",
     "CallTimeout",
     "ConfigError",
