@@ -68,8 +68,10 @@ def long_history() -> list[dict[str, Any]]:
     return messages
 
 
-def run_flow(worker: WorkerProcess, history: list[dict[str, Any]], summary: str | None = None) -> dict[str, Any]:
-    context = {"workspace": "/proj"}
+def run_flow(
+    worker: WorkerProcess, history: list[dict[str, Any]], summary: str | None = None, workspace: str = "/proj"
+) -> dict[str, Any]:
+    context = {"workspace": workspace}
     planned = worker.call(
         "compact_plan",
         {"model": "m", "budget": {}, "history": history, "tools": [], "cut": None, "budget_result": BUDGET},
@@ -84,6 +86,16 @@ def run_flow(worker: WorkerProcess, history: list[dict[str, Any]], summary: str 
     )
     produced = prepared.get("summary", summary)
     final = worker.call("after_compact", {"summary": produced, "state": prepared["state"]}, context=context)
+    commit = {
+        "committed": True,
+        "reason": "comparable estimate 88000 -> 20000",
+        "check": None,
+        "cut": cut,
+        "comparable_before": 88000,
+        "comparable_after": 20000,
+        "state": final["state"],
+    }
+    assert worker.call("after_compact_commit", commit, context=context) == commit
     return {"planned": planned, "prepared": prepared, "final": final, "cut": cut}
 
 
@@ -94,11 +106,21 @@ def test_version_and_help() -> None:
     assert "after_compact" in out and "before_compact" in out and "compact_plan" in out
 
 
-def test_model_mode_flow(spawn: Any) -> None:
+def last_attempt(dirs: dict[str, str]) -> dict[str, Any]:
+    (path,) = Path(dirs["data_dir"]).glob("workspaces/*/compact/last-attempt.json")
+    return orjson.loads(path.read_bytes())
+
+
+def test_model_mode_flow(spawn: Any, dirs: dict[str, str], tmp_path: Path) -> None:
     worker = spawn()
     history = long_history()
+    project = tmp_path / "proj"
+    project.mkdir()
     result = run_flow(
-        worker, history, summary="Sure:\n<continuation_summary>\nlexer port; approval_01abc\n</continuation_summary>"
+        worker,
+        history,
+        summary="Sure:\n<continuation_summary>\nlexer port; approval_01abc\n</continuation_summary>",
+        workspace=str(project),
     )
     assert history[result["cut"]]["content"] == "Also keep the Python fallback."  # user-aligned
     prepared = result["prepared"]
@@ -106,9 +128,13 @@ def test_model_mode_flow(spawn: Any) -> None:
     assert any(RESUME in m["content"] for m in prepared["messages"] if m["role"] == "tool")
     assert "plan plan plan" not in dumped  # declared omission
     assert "hunter2hunter2" not in dumped and "_anthropic_content" not in dumped
-    assert "/proj" in prepared["prompt"]
+    assert str(project) in prepared["prompt"]
     assert result["final"]["summary"] == "<continuation_summary>\nlexer port; approval_01abc\n</continuation_summary>"
-    assert result["final"]["state"]["lastAttempt"]["status"] == "compacted"
+    assert result["final"]["state"]["lastAttempt"]["reason"] == "summary_normalized"
+    record = last_attempt(dirs)
+    assert record["status"] == "compacted" and record["reason"] == "committed"
+    assert record["savedTokens"] == 68000 and record["summaryNormalization"] == "extracted_block"
+    assert record["plan"]["alignment"] == "user"
 
 
 def test_local_mode_flow_and_repeated_compaction(spawn: Any, dirs: dict[str, str]) -> None:
@@ -163,3 +189,68 @@ def test_declines_and_unknown_events_pass_through(spawn: Any) -> None:
     )
     assert data["cut"] is None and data["reason"] == "not_recommended"
     assert worker.call("before_save", {"messages": [], "path": "x"}) == {"messages": [], "path": "x"}
+
+
+def test_fit_chunks_and_final_records_through_the_process(spawn: Any, dirs: dict[str, str], tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    context = {"workspace": str(project)}
+    worker = spawn()
+    history = [system(), user("Port the lexer to Rust.")]
+    for i in range(30):
+        history += [
+            assistant(f"step {i} " + "thinking " * 30, [(f"c{i}", "shell", '{"cmd":"cargo test"}')]),
+            tool(f"c{i}", f"job_{i:04d} running\n" + "log line\n" * 60),
+        ]
+    history += [user("Also the docs."), assistant("x" * 30000), user("Keep going."), assistant("ok")]
+    # 1 token per byte of JSON; the huge assistant message keeps keep_recent (4) from fitting.
+    costs = [len(orjson.dumps(m)) for m in history]
+    suffix = [[i, sum(costs[i:])] for i in range(2, len(history)) if history[i]["role"] in ("user", "assistant")]
+    newest = len(history) - 2
+    capacity = 15000
+    assert suffix[-4][1] > capacity > 200 + 2000 + 47 + sum(costs[newest:])
+    result = {
+        **BUDGET,
+        "capacity": capacity,
+        "output_reserve": 2000,
+        "cut_estimates": {"fixed_tokens": 200, "tokens_per_byte": 1.0, "suffix": suffix},
+    }
+    data = {"model": "m", "budget": {}, "history": history, "tools": [], "cut": None, "budget_result": result}
+    planned = worker.call("compact_plan", data, context=context)
+    assert planned["cut"] == newest and planned["state"]["lastAttempt"]["reason"] == "keep_recent_reduced"
+    cut = planned["cut"]
+    prepared = worker.call(
+        "before_compact",
+        {"messages": history[1:cut], "cut": cut, "state": planned["state"], "model": "m", "budget": {}},
+        context=context,
+    )
+    assert "prompt" not in prepared and len(prepared["chunks"]) >= 2
+    assert prepared["state"]["lastAttempt"]["reason"] == "model_chunks_prepared"
+    final = worker.call(
+        "after_compact",
+        {"summary": "<continuation_summary>\nlexer; job_0029\n</continuation_summary>", "state": prepared["state"]},
+        context=context,
+    )
+    refused = {
+        "committed": False,
+        "reason": "the compacted history does not fit the context budget",
+        "check": "candidate_over_budget",
+        "cut": cut,
+        "comparable_before": 88000,
+        "comparable_after": None,
+        "state": final["state"],
+    }
+    assert worker.call("after_compact_commit", refused, context=context) == refused
+    assert last_attempt(dirs)["reason"] == "refused_by_core:candidate_over_budget"
+    again = worker.call(
+        "compact_plan", {**data, "previous_attempt": {"cut": cut, "reason": "candidate_over_budget"}}, context=context
+    )
+    assert again["cut"] is None and again["reason"] == "suffix_over_budget"
+    assert f"No cut later than history[{cut}]" in again["detail"]
+    declined = {**refused, "check": "declined", "reason": again["reason"], "cut": None, "state": again["state"]}
+    worker.call("after_compact_commit", declined, context=context)
+    record = last_attempt(dirs)
+    assert record["status"] == "skipped" and record["reason"] == "suffix_over_budget"
+    assert record["previousAttempt"] == {"cut": cut, "reason": "candidate_over_budget"}
+    (history_file,) = Path(dirs["data_dir"]).glob("workspaces/*/compact/attempts.json")
+    assert [r["status"] for r in orjson.loads(history_file.read_bytes())["records"]] == ["failed", "skipped"]

@@ -214,24 +214,25 @@ def test_after_compact_normalizes_and_records_estimates(dirs: dict[str, str]) ->
     )["data"]
     assert data["summary"] == "<continuation_summary>\nstate\n</continuation_summary>"
     attempt = data["state"]["lastAttempt"]
-    assert attempt["status"] == "compacted" and attempt["summaryNormalization"] == "extracted_block"
+    # Nothing is committed yet: the final record comes with after_compact_commit.
+    assert attempt["status"] == "prepared" and attempt["reason"] == "summary_normalized"
+    assert attempt["summaryNormalization"] == "extracted_block"
     assert attempt["comparableEstimateBefore"] == 4800
     assert 0 < attempt["estimatedInputTokensAfter"] < 4800
     assert attempt["estimatedSavedTokens"] == 4800 - attempt["estimatedInputTokensAfter"]
 
 
-def test_empty_summary_keeps_the_previous_one(dirs: dict[str, str]) -> None:
+def test_empty_summary_fails_and_keeps_the_previous_one_in_the_session(dirs: dict[str, str]) -> None:
     old = "<continuation_summary>\nold facts tx_1a2b\n</continuation_summary>"
     messages = [system(), user(old), *history()[1:]]
     planned = plan(dirs, messages)["data"]
     assert planned["state"]["previous_summary"] == old
-    data = call(
-        "after_compact",
-        {"summary": "```\n<continuation_summary>\n</continuation_summary>\n```", "state": planned["state"]},
-        dirs,
-    )["data"]
-    assert data["summary"] == old
-    assert data["state"]["lastAttempt"]["reason"] == "empty_summary_preserved_previous"
+    for empty in ("```\n<continuation_summary>\n</continuation_summary>\n```", "  ", None, 3, ["x"]):
+        response = call("after_compact", {"summary": empty, "state": planned["state"]}, dirs)
+        # Never a silent substitute: the attempt fails, nothing is committed, the old summary stays.
+        assert "data" not in response
+        assert "empty_summary_preserved_previous" in response["error"]
+        assert "previous summary stays in the session" in response["error"]
 
 
 def test_empty_summary_without_previous_fails_and_is_recorded(dirs: dict[str, str], tmp_path: Path) -> None:
@@ -240,11 +241,29 @@ def test_empty_summary_without_previous_fails_and_is_recorded(dirs: dict[str, st
     planned = plan(dirs)["data"]
     response = call("after_compact", {"summary": "  ", "state": planned["state"]}, dirs, workspace=str(workspace))
     assert "invalid_summary_contract" in response["error"]
-    records = list(Path(dirs["data_dir"]).glob("workspaces/*/compact/last-attempt.json"))
+    response = call("after_compact", {"summary": 3, "state": planned["state"]}, dirs, workspace=str(workspace))
+    assert "must be a non-empty string, got int" in response["error"]
+    assert "invalid_summary_contract" in response["error"]
+    assert "invalid_summary_contract" in call("after_compact", {"summary": 3, "state": {}}, dirs)["error"]
+    # The failure waits for the core's verdict; only after_compact_commit writes last-attempt.json.
+    folder = Path(dirs["data_dir"])
+    assert not list(folder.glob("workspaces/*/compact/last-attempt.json"))
+    commit = {
+        "committed": False,
+        "reason": "after_compact failed",
+        "check": "worker_failed",
+        "cut": planned["cut"],
+        "comparable_before": 4800,
+        "comparable_after": None,
+        "state": planned["state"],
+    }
+    assert call("after_compact_commit", commit, dirs, workspace=str(workspace))["data"] == commit
+    records = list(folder.glob("workspaces/*/compact/last-attempt.json"))
     assert len(records) == 1
     record = json.loads(records[0].read_text())
     assert record["status"] == "failed" and record["reason"] == "invalid_summary_contract"
-    assert "must be a string" in call("after_compact", {"summary": 3, "state": {}}, dirs)["error"]
+    assert record["check"] == "worker_failed" and record["attempt"] == planned["state"]["attempt"]
+    assert "invalid_summary_contract" in record["error"]
 
 
 def test_after_compact_redacts_secret_values(dirs: dict[str, str]) -> None:

@@ -21,18 +21,25 @@ class CutChoice:
     alignment: str | None = None
 
 
-def choose_cut(history: list[dict[str, Any]], keep_recent: int, sizes: list[int] | None = None) -> CutChoice:
+def choose_cut(
+    history: list[dict[str, Any]],
+    keep_recent: int,
+    sizes: list[int] | None = None,
+    ok: list[bool] | None = None,
+) -> CutChoice:
     """The best safe cut keeping at least ``keep_recent`` messages and whole tool batches.
 
     Valid cuts satisfy ``2 <= cut < len(history)``, start at a user or assistant message
     outside any tool batch, and leave something other than an old summary to summarise.
-    ``sizes`` (``approx_size`` of each message) saves measuring the history twice.
+    ``sizes`` (``approx_size`` of each message) and ``ok`` (:func:`boundaries`) save measuring
+    the history twice.
     """
     n = len(history)
     latest = min(n - keep_recent, n - 1)
     if latest < 2:
         return CutChoice(None, "history_too_short")
-    ok = boundaries(history)
+    if ok is None:
+        ok = boundaries(history)
     best_any = best_user = None
     for k in range(latest, 1, -1):
         if not ok[k]:

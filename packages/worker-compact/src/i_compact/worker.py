@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import gc
+import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from i_protocol import Request, Worker, WorkerError
 
@@ -25,7 +26,17 @@ DESCRIBE_NOTE = (
     "(the [image #k] markers). Describe in the summary what each shows that matters for the task."
 )
 PREVIOUS_SUMMARY_MAX = 64000
-_BUDGET_FIELDS = ("fits", "estimate", "comparable_estimate", "trigger", "capacity", "recommend_compact")
+_BUDGET_FIELDS = (
+    "fits",
+    "estimate",
+    "comparable_estimate",
+    "trigger",
+    "capacity",
+    "output_reserve",
+    "recommend_compact",
+)
+CANONICAL_BYTES = len(canonical(""))
+"""The ``<continuation_summary>`` tags around a summary body, in UTF-8 bytes."""
 
 
 Handler = Callable[[dict[str, Any], Request], dict[str, Any]]
@@ -64,30 +75,48 @@ def _config(request: Request, state: dict[str, Any] | None = None) -> CompactCon
 
 
 def _fail(request: Request, state: dict[str, Any] | None, reason: str, message: str) -> None:
-    record = diag.attempt(diag.FAILED, reason, event=request.event, error=message)
+    """Record a failure of this worker: in ``state`` and, for ``after_compact_commit``, on disk."""
+    attempt_id = state.get("attempt") if isinstance(state, dict) else None
+    record = diag.attempt(
+        diag.FAILED,
+        reason,
+        event=request.event,
+        error=message,
+        attempt=attempt_id if isinstance(attempt_id, str) else None,
+    )
     if state is not None:
         state["lastAttempt"] = record
-    diag.persist(request, record)
+    diag.record_failure(request, record)
+
+
+def _count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 @worker.hook("compact_plan")
 @_acyclic
 def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Choose ``cut`` (or decline with ``reason``) and return the opaque ``state``."""
+    from .chunks import RequestBudget
+    from .fit import SUFFIX_OVER_BUDGET, fit_cut, parse_cut_estimates
+    from .history import boundaries
     from .plan import choose_cut
 
     history = data.get("history")
     if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
         _fail(request, None, "invalid_request", "history is not a list of messages")
         raise WorkerError("compact_plan: data.history must be a list of message objects")
+    previous_attempt = _previous_attempt(data.get("previous_attempt"), request)
     config = _config(request)
     budget_result = data.get("budget_result")
     budget_result = budget_result if isinstance(budget_result, dict) else None
     forced = data.get("force") is True
     previous = latest_summary(history)
+    estimates, problem = parse_cut_estimates((budget_result or {}).get("cut_estimates"))
     state: dict[str, Any] = {
         "schema": STATE_SCHEMA,
         "worker": worker.version_line(),
+        "attempt": uuid.uuid4().hex,
         "forced": forced,
         "policy": {
             "enabled": config.enabled,
@@ -99,19 +128,73 @@ def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
         "previous_summary": _canonical_previous(previous),
         "budget": {k: budget_result.get(k) for k in _BUDGET_FIELDS} if budget_result else None,
     }
+    if previous_attempt is not None:
+        state["previous_attempt"] = previous_attempt
+    capacity = (budget_result or {}).get("capacity")
+    reserve = (budget_result or {}).get("output_reserve")
+    if _count(capacity) and _count(reserve):
+        rate = estimates.tokens_per_byte if estimates is not None else None
+        state["request"] = RequestBudget(capacity, reserve, rate or 1.0).as_state()
+        if rate is None:
+            state["request"]["tokens_per_byte_source"] = "default 1 token per byte (no cut_estimates)"
+    common: dict[str, Any] = {
+        "cutEstimates": "invalid: " + problem if problem else ("present" if estimates is not None else None),
+        "previousAttempt": previous_attempt,
+    }
     out = dict(data)
     out["cut"] = None
+    out.pop("detail", None)
     reason = _decline_reason(config, budget_result, forced)
     choice = None
     sizes = [approx_size(m) for m in history]
     if reason is None:
-        choice = choose_cut(history, config.keep_recent, sizes)
-        reason = choice.reason or None
+        ok = boundaries(history)
+        base = choose_cut(history, config.keep_recent, sizes, ok)
+        fit_budget = _fit_budget(config, budget_result, estimates, sizes)
+        if estimates is not None and fit_budget is None:
+            common["cutEstimates"] = "unusable: budget_result has no capacity/output_reserve"
+        choice = fit_cut(
+            history,
+            ok,
+            base,
+            config.keep_recent,
+            fit_budget,
+            previous_cut=previous_attempt["cut"] if previous_attempt else None,
+            over_capacity=(budget_result or {}).get("fits") is False,
+        )
+        reason = (choice.reason or "no_safe_cut") if choice.cut is None else None
     if reason is not None or choice is None or choice.cut is None:
-        record = diag.attempt(diag.SKIPPED, reason or "no_safe_cut", messages=len(history))
+        reason = reason or "no_safe_cut"
+        detail = choice.detail if choice is not None else None
+        record = diag.attempt(
+            diag.SKIPPED,
+            reason,
+            messages=len(history),
+            detail=detail,
+            fit=choice.info if choice is not None and choice.info else None,
+            **common,
+        )
         state["lastAttempt"] = record
-        out.update(state=state, reason=reason or "no_safe_cut")
+        state["plan"] = record
+        out.update(state=state, reason=reason)
+        if reason == SUFFIX_OVER_BUDGET and detail:
+            out["detail"] = detail
         return out
+    return _planned(out, state, history, sizes, choice, budget_result, forced, common)
+
+
+def _planned(
+    out: dict[str, Any],
+    state: dict[str, Any],
+    history: list[dict[str, Any]],
+    sizes: list[int],
+    choice: Any,
+    budget_result: dict[str, Any] | None,
+    forced: bool,
+    common: dict[str, Any],
+) -> dict[str, Any]:
+    from .fit import KEEP_RECENT_REDUCED
+
     cut = choice.cut
     state["cut"] = cut
     state["sizes"] = {
@@ -119,19 +202,69 @@ def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
         "prefix": sum(sizes[1:cut]),
         "suffix": sum(sizes[cut:]),
     }
-    state["lastAttempt"] = diag.attempt(
+    if choice.reason == KEEP_RECENT_REDUCED:
+        reason = KEEP_RECENT_REDUCED
+    elif forced and not (budget_result or {}).get("recommend_compact"):
+        reason = "forced"
+    else:
+        reason = "recommended"
+    record = diag.attempt(
         diag.PLANNED,
-        "forced" if forced and not (budget_result or {}).get("recommend_compact") else "recommended",
+        reason,
         cut=cut,
         alignment=choice.alignment,
         messagesCompacted=cut - 1,
         messagesRetained=len(history) - cut,
         estimatedInputTokensBefore=(budget_result or {}).get("estimate"),
         comparableEstimateBefore=(budget_result or {}).get("comparable_estimate"),
+        fit=choice.info or None,
+        **common,
     )
+    state["lastAttempt"] = record
+    state["plan"] = record
     out.pop("reason", None)
     out.update(cut=cut, state=state)
     return out
+
+
+def _previous_attempt(value: Any, request: Request) -> dict[str, Any] | None:
+    """``data.previous_attempt`` validated: ``{"cut": int, "reason": str}`` or absent."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not _count(value.get("cut")) or not isinstance(value.get("reason"), str):
+        message = 'compact_plan: data.previous_attempt must be {"cut": <index>, "reason": <string>}'
+        _fail(request, None, "invalid_request", message)
+        raise WorkerError(message)
+    return {"cut": value["cut"], "reason": scrub(value["reason"])[:200]}
+
+
+def _fit_budget(config: CompactConfig, budget_result: dict[str, Any] | None, estimates: Any, sizes: list[int]) -> Any:
+    """The fit check's budget, or None when the budget result cannot support one (as today)."""
+    from .fit import FitBudget, summary_tokens
+
+    if estimates is None or budget_result is None:
+        return None
+    capacity = budget_result.get("capacity")
+    if not _count(capacity):
+        return None
+    rate = estimates.tokens_per_byte
+    if config.mode == "model":
+        reserve = budget_result.get("output_reserve")
+        if not _count(reserve):
+            return None
+        # A model summary is at most the reply's max tokens, plus the canonical tags.
+        model_allowance = reserve + summary_tokens(CANONICAL_BYTES, rate)
+        return FitBudget(capacity, estimates, lambda cut: model_allowance)
+    prefix = [0] * (len(sizes) + 1)
+    for index in range(1, len(sizes)):
+        prefix[index + 1] = prefix[index] + sizes[index]
+
+    def local_allowance(cut: int) -> int:
+        # The local route caps its body at critical_chars UTF-8 bytes (see local_bounds).
+        _, critical = bounds_for_prefix(prefix[min(cut, len(sizes))], config.local_max_chars)
+        return summary_tokens(critical + CANONICAL_BYTES, rate)
+
+    return FitBudget(capacity, estimates, local_allowance)
 
 
 def _decline_reason(config: CompactConfig, budget_result: dict[str, Any] | None, forced: bool) -> str | None:
@@ -179,7 +312,14 @@ def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
 
         analysis = analyse(messages, facts_only=True)
         max_chars, critical_chars = local_bounds(messages, config.local_max_chars, _planned_prefix(state, data))
-        body = local_summary(messages, analysis, max_chars=max_chars, critical_chars=critical_chars, images=images)
+        body = local_summary(
+            messages,
+            analysis,
+            max_chars=max_chars,
+            critical_chars=critical_chars,
+            max_bytes=critical_chars,
+            images=images,
+        )
         out["summary"] = canonical(body)
         kept = collect_images(messages) if images == "keep" else []
         if kept:
@@ -216,11 +356,17 @@ def local_bounds(messages: list[dict[str, Any]], configured: int, prefix: int | 
     ``max_chars`` is ``local_max_chars``, and at most a fifth of the prefix: a summary as large
     as what it replaces cannot reduce the comparable estimate. Pending approvals and ids may
     extend the summary up to a fifth of the prefix (at most 64,000 characters), so the bound
-    trims them only when they alone would break the 80% reduction. ``prefix``: the size
-    ``compact_plan`` already measured.
+    trims them only when they alone would break the 80% reduction. ``critical_chars`` is also
+    the body's bound in UTF-8 bytes, which is what ``compact_plan`` allows for a local summary.
+    ``prefix``: the size ``compact_plan`` already measured.
     """
     if prefix is None:
         prefix = sum(approx_size(m) for m in messages)
+    return bounds_for_prefix(prefix, configured)
+
+
+def bounds_for_prefix(prefix: int, configured: int) -> tuple[int, int]:
+    """:func:`local_bounds` of a prefix of ``prefix`` characters (``approx_size``)."""
     fifth = prefix // LOCAL_REDUCTION
     max_chars = max(LOCAL_MIN_CHARS, min(configured, fifth))
     return max_chars, max(max_chars, min(fifth, LOCAL_CRITICAL_MAX))
@@ -240,7 +386,7 @@ def _model_route(
 
     try:
         template, source = select_prompt(config, out.get("prompt"))
-        prompt = render_prompt(template, request.workspace or _str(out.get("workspace")))
+        base_prompt = render_prompt(template, request.workspace or _str(out.get("workspace")))
     except WorkerError as exc:
         _fail(request, state, "invalid_config", str(exc))
         raise
@@ -248,8 +394,15 @@ def _model_route(
     prepared = prepare(messages, analyse(messages), images)
     prepared_messages = prepared.messages  # built from scrubbed strings only
     summary_images = scrub_value(prepared.summary_images)
-    if summary_images:
-        prompt = check_prompt(prompt + DESCRIBE_NOTE.format(count=len(summary_images)), "the prompt plus image note")
+    prompt = base_prompt
+    try:
+        if summary_images:
+            prompt = check_prompt(
+                prompt + DESCRIBE_NOTE.format(count=len(summary_images)), "the prompt plus image note"
+            )
+    except WorkerError as exc:
+        _fail(request, state, "invalid_config", str(exc))
+        raise
     key = summary_cache.cache_key(prompt, prepared_messages, summary_images, out.get("model"))
     state["prompt_source"] = source
     state["transcript"] = prepared.stats
@@ -264,15 +417,117 @@ def _model_route(
             if prepared.retained_images:
                 out["retained_images"] = scrub_value(prepared.retained_images)
             return out
+    retained_images = scrub_value(prepared.retained_images)
+    chunked = _chunked(state, request, base_prompt, prompt, prepared_messages)
+    if chunked is not None and len(chunked.chunks) > 1:
+        return _chunk_route(out, state, base_prompt, chunked, summary_images, retained_images, images)
+    if chunked is not None:
+        prepared_messages = chunked.chunks[0]  # one request after shortening a message
+    out.pop("chunks", None)
     out["prompt"] = prompt
     out["messages"] = prepared_messages
     out["summary_images"] = summary_images
-    out["retained_images"] = scrub_value(prepared.retained_images)
+    out["retained_images"] = retained_images
     state["lastAttempt"] = diag.attempt(
-        diag.PREPARED, "model_prompt_prepared", cut=out.get("cut"), promptChars=len(prompt)
+        diag.PREPARED,
+        "model_prompt_prepared",
+        cut=out.get("cut"),
+        promptChars=len(prompt),
+        shortenedMessages=chunked.shortened if chunked is not None and chunked.shortened else None,
     )
     out["state"] = state
     return out
+
+
+def _chunked(
+    state: dict[str, Any], request: Request, base_prompt: str, prompt: str, messages: list[dict[str, Any]]
+) -> Any:
+    """The transcript split for several summary requests, or None when one request holds it all."""
+    from . import chunks
+
+    budget = chunks.request_budget(state.get("request"))
+    if budget is None:
+        return None  # no capacity known (an old budget worker): one request, as before
+    first_tokens, first = chunks.transcript_limit(budget, prompt, summary_so_far=False)
+    if chunks.transcript_bytes(messages) <= first:
+        return None
+    try:
+        later_prompt = chunks.update_prompt(base_prompt)
+    except WorkerError as exc:
+        _fail(request, state, "invalid_config", str(exc))
+        raise
+    tokens, later = chunks.transcript_limit(budget, later_prompt)
+    if later < chunks.MIN_CHUNK_BYTES:
+        message = (
+            f"before_compact: the transcript needs several summary requests, and one that carries the "
+            f"summary so far has room for {max(tokens, 0)} tokens of transcript (capacity {budget.capacity} "
+            f"- output_reserve {budget.output_reserve} - prompt - {chunks.FRAME_MARGIN_TOKENS}), less than "
+            f"{chunks.MIN_CHUNK_BYTES} bytes. Raise budget.context_window, lower max_tokens, shorten the "
+            "prompt, or use mode local (summary_request_too_small)"
+        )
+        _fail(request, state, "summary_request_too_small", message)
+        raise WorkerError(message)
+    if later > first:
+        tokens, later = first_tokens, first
+    result = chunks.split(messages, first, later)
+    state["chunking"] = {
+        "limitTokens": {"first": first_tokens, "later": tokens},
+        "limitBytes": {"first": first, "later": later},
+        "tokensPerByte": budget.tokens_per_byte,
+        "chunks": len(result.chunks),
+        "bytes": result.sizes,
+        "shortenedMessages": result.shortened,
+        "batchesSplit": result.batches_split,
+    }
+    return result
+
+
+_DESCRIBE_LABEL = "(attached for description)]"
+_KEEP_LABEL = "(kept after compaction)]"
+
+
+def _chunk_route(
+    out: dict[str, Any],
+    state: dict[str, Any],
+    base_prompt: str,
+    split: Any,
+    summary_images: list[dict[str, Any]],
+    retained_images: list[dict[str, Any]],
+    images: str,
+) -> dict[str, Any]:
+    from .chunks import update_prompt
+
+    later = update_prompt(base_prompt)
+    parts = split.chunks
+    if images == "describe" and summary_images:
+        # Several requests cannot share the images: they stay in the history instead.
+        parts = [[_relabel(m) for m in chunk] for chunk in parts]
+        retained_images, summary_images = summary_images, []
+        state["images_downgraded"] = "describe -> keep (the transcript is summarised in chunks)"
+    for key in ("prompt", "messages"):
+        out.pop(key, None)
+    out["chunks"] = [
+        {"prompt": base_prompt if index == 0 else later, "messages": chunk} for index, chunk in enumerate(parts)
+    ]
+    out["summary_images"] = summary_images
+    out["retained_images"] = retained_images
+    state["lastAttempt"] = diag.attempt(
+        diag.PREPARED,
+        "model_chunks_prepared",
+        cut=out.get("cut"),
+        chunks=len(parts),
+        chunkLimitTokens=state["chunking"]["limitTokens"]["later"],
+        shortenedMessages=split.shortened or None,
+    )
+    out["state"] = state
+    return out
+
+
+def _relabel(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    if message.get("role") == "tool" or not isinstance(content, str) or _DESCRIBE_LABEL not in content:
+        return message
+    return {**message, "content": content.replace(_DESCRIBE_LABEL, _KEEP_LABEL)}
 
 
 def _str(value: Any) -> str | None:
@@ -281,47 +536,124 @@ def _str(value: Any) -> str | None:
 
 @worker.hook("after_compact")
 def after_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
-    """Normalize ``summary`` to one canonical block; keep the previous one when it is empty."""
+    """Normalize ``summary`` to one canonical block; an empty or non-string one fails.
+
+    Nothing is committed by this step: the core decides and reports it in
+    ``after_compact_commit``. A ``round`` field (the core's count of extra requests) is kept.
+    """
     state = data.get("state")
     state = dict(state) if isinstance(state, dict) else {"schema": STATE_SCHEMA, "worker": worker.version_line()}
     summary = data.get("summary")
-    if not isinstance(summary, str):
-        message = f"after_compact: summary must be a string, got {type(summary).__name__} (invalid_summary_type)"
-        _fail(request, state, "invalid_summary_type", message)
-        raise WorkerError(message)
-    normalized = normalize_summary(redact(scrub(summary)))
-    final = normalized.summary
-    reason = "summary_normalized"
+    normalized = normalize_summary(redact(scrub(summary))) if isinstance(summary, str) else None
+    final = normalized.summary if normalized is not None else ""
     if not final:
         previous = state.get("previous_summary")
-        previous_norm = normalize_summary(previous) if isinstance(previous, str) else None
-        if previous_norm is None or not previous_norm.summary:
+        has_previous = isinstance(previous, str) and bool(normalize_summary(previous).summary)
+        what = (
+            "is empty after normalization"
+            if isinstance(summary, str)
+            else f"must be a non-empty string, got {type(summary).__name__}"
+        )
+        if has_previous:
+            code = "empty_summary_preserved_previous"
             message = (
-                "after_compact: the summary is empty after normalization and no previous summary "
-                "exists to keep (invalid_summary_contract)"
+                f"after_compact: the summary {what}; nothing is committed and the previous summary stays "
+                f"in the session ({code})"
             )
-            _fail(request, state, "invalid_summary_contract", message)
-            raise WorkerError(message)
-        final = previous_norm.summary
-        reason = "empty_summary_preserved_previous"
-    elif state.get("cache_key") and not state.get("cache_hit"):
+        else:
+            code = "invalid_summary_contract"
+            message = f"after_compact: the summary {what} and there is no previous summary ({code})"
+        _fail(request, state, code, message)
+        raise WorkerError(message)
+    assert normalized is not None
+    if state.get("cache_key") and not state.get("cache_hit"):
         _store_cached(request, str(state["cache_key"]), final)
+    round_number = data.get("round")
     record = diag.attempt(
-        diag.COMPACTED,
-        reason,
+        diag.PREPARED,
+        "summary_normalized",
         cut=state.get("cut"),
         summaryNormalization=normalized.kind,
         summaryChars=len(final),
+        round=round_number if _count(round_number) else None,
         **_estimates_after(state, len(final)),
     )
     state["lastAttempt"] = record
-    if reason == "summary_normalized":
-        state["previous_summary"] = final[:PREVIOUS_SUMMARY_MAX]
-    diag.persist(request, record)
+    state["previous_summary"] = final[:PREVIOUS_SUMMARY_MAX]
     out = dict(data)
     out["summary"] = final
     out["state"] = state
     return out
+
+
+@worker.hook("after_compact_commit")
+def after_compact_commit(data: dict[str, Any], request: Request) -> dict[str, Any]:
+    """Write the attempt's final record (``last-attempt.json`` + history); data comes back as is."""
+    diag.persist_final(request, final_attempt(data, request))
+    return dict(data)
+
+
+def final_attempt(data: dict[str, Any], request: Request) -> dict[str, Any]:
+    """The final record of an attempt from the core's decision and the worker's last state."""
+    state = _dict(data.get("state"))
+    last = _dict(state.get("lastAttempt"))
+    plan = state.get("plan") if isinstance(state.get("plan"), dict) else None
+    attempt_id = _str(state.get("attempt"))
+    check = _str(data.get("check"))
+    core_reason = _str(data.get("reason"))
+    core_reason = scrub(core_reason)[:2000] if core_reason is not None else None
+    cut, before, after = (_int(data.get(key)) for key in ("cut", "comparable_before", "comparable_after"))
+    common: dict[str, Any] = {
+        "attempt": attempt_id,
+        "cut": cut,
+        "check": check,
+        "coreReason": core_reason,
+        "comparableEstimateBefore": before,
+        "comparableEstimateAfter": after,
+        "previousAttempt": state.get("previous_attempt"),
+    }
+    if data.get("committed") is True:
+        summary_fields = {
+            key: last.get(key)
+            for key in ("summaryNormalization", "summaryChars", "estimatedInputTokensAfter", "round")
+            if last.get("reason") == "summary_normalized"
+        }
+        return diag.final_record(
+            diag.COMPACTED,
+            "committed",
+            savedTokens=before - after if before is not None and after is not None else None,
+            plan=plan,
+            chunks=_dict(state.get("chunking")).get("chunks"),
+            **summary_fields,
+            **common,
+        )
+    if check == "declined":
+        reason = core_reason or str(last.get("reason") or "declined")
+        return diag.final_record(
+            diag.SKIPPED,
+            reason[:200],
+            detail=last.get("detail") if last.get("status") == diag.SKIPPED else None,
+            fit=last.get("fit") if last.get("status") == diag.SKIPPED else None,
+            messages=last.get("messages") if last.get("status") == diag.SKIPPED else None,
+            **{k: v for k, v in common.items() if k != "coreReason"},
+        )
+    failure: dict[str, Any] | None = last if last.get("status") == diag.FAILED else None
+    taken = diag.take_failure(request, attempt_id, anonymous=check == "worker_failed")
+    failure = failure or taken
+    if failure is not None:
+        reason = str(failure.get("reason") or diag.refused(check))
+        error, event = failure.get("error"), failure.get("event")
+    else:
+        reason, error, event = diag.refused(check), None, None
+    return diag.final_record(diag.FAILED, reason, error=error, event=event, plan=plan, **common)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    return value if _count(value) else None
 
 
 def _store_cached(request: Request, key: str, summary: str) -> None:

@@ -1,0 +1,236 @@
+"""Chunked summaries: a prepared transcript too large for one summary request (before_compact)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from builders import assistant, tool, user
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from i_compact import chunks
+from i_compact.prompt import DEFAULT_PROMPT
+from i_compact.worker import worker
+
+MARKER = re.compile(r"\[\.\.\. (\d+) chars omitted \.\.\.\]")
+
+
+def call(event: str, data: dict[str, Any], dirs: dict[str, str]) -> dict[str, Any]:
+    return worker.handle({"id": 1, "event": event, "data": data, "paths": dirs, "workspace": "/w"})
+
+
+def long_prefix(batches: int = 40) -> list[dict[str, Any]]:
+    messages = [user("Port the lexer to Rust. Never touch CI.")]
+    for i in range(batches):
+        messages += [
+            assistant(f"step {i}: " + "reasoning " * 20, [(f"c{i}", "shell", '{"cmd":"cargo test"}')]),
+            tool(f"c{i}", f"job_{i:04d} running\n" + f"line {i}\n" * 40),
+        ]
+    messages.append(assistant("Next: fix E0425."))
+    return messages
+
+
+def state_for(capacity: int, reserve: int, rate: float = 1.0) -> dict[str, Any]:
+    return {"request": {"capacity": capacity, "output_reserve": reserve, "tokens_per_byte": rate}}
+
+
+def before(dirs: dict[str, str], messages: list[dict[str, Any]], state: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    data = {"messages": messages, "cut": len(messages) + 1, "state": state, "model": "m", "budget": {}, **extra}
+    response = call("before_compact", data, dirs)
+    assert "data" in response, response
+    return response["data"]
+
+
+def prepared_whole(dirs: dict[str, str], messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The single-request preparation (no request budget known), for comparison."""
+    return before(dirs, messages, {})
+
+
+def limits(state: dict[str, Any], first_prompt: str, later_prompt: str) -> tuple[int, int]:
+    budget = chunks.request_budget(state["request"])
+    assert budget is not None
+    return (
+        chunks.transcript_limit(budget, first_prompt, summary_so_far=False)[1],
+        chunks.transcript_limit(budget, later_prompt)[1],
+    )
+
+
+def test_a_prefix_needing_three_requests_is_chunked_in_order(dirs: dict[str, str]) -> None:
+    messages = long_prefix()
+    whole = prepared_whole(dirs, messages)
+    size = chunks.transcript_bytes(whole["messages"])
+    prompt_tokens = len(whole["prompt"].encode())
+    # First request: the prompt plus ~45% of the transcript; later ones carry a 2,000-token
+    # summary so far as well, so three requests are needed.
+    capacity = prompt_tokens + 64 + int(size * 0.45)
+    state = state_for(capacity, 2000)
+    data = before(dirs, messages, state)
+    assert "prompt" not in data and "messages" not in data
+    parts = data["chunks"]
+    assert len(parts) == 3
+    assert parts[0]["prompt"] == whole["prompt"] == DEFAULT_PROMPT.replace("{{workspace}}", "/w")
+    for part in parts[1:]:
+        assert part["prompt"].startswith(whole["prompt"]) and "<summary_so_far>" in part["prompt"]
+        assert "Update the summary so far" in part["prompt"]
+    first, later = limits(state, parts[0]["prompt"], parts[1]["prompt"])
+    assert chunks.transcript_bytes(parts[0]["messages"]) <= first
+    for part in parts[1:]:
+        assert chunks.transcript_bytes(part["messages"]) <= later
+    budget = chunks.request_budget(state["request"])
+    assert budget is not None
+    for index, part in enumerate(parts):
+        # In tokens, as the core checks it: prompt + (summary so far) + transcript + margin.
+        carried = 0 if index == 0 else budget.output_reserve
+        prompt = len(part["prompt"].encode())
+        assert prompt + carried + chunks.transcript_bytes(part["messages"]) + 64 <= capacity
+    # In order, every prepared message exactly once, nothing shortened.
+    assert [m for part in parts for m in part["messages"]] == whole["messages"]
+    # No tool call is separated from its result (all batches are small).
+    for part in parts:
+        assert part["messages"][-1]["role"] != "assistant" or not part["messages"][-1].get("tool_calls")
+    attempt = data["state"]["lastAttempt"]
+    assert attempt["reason"] == "model_chunks_prepared" and attempt["chunks"] == 3
+    assert data["state"]["chunking"]["chunks"] == 3 and data["state"]["chunking"]["shortenedMessages"] == 0
+
+
+def test_a_single_oversized_message_is_shortened(dirs: dict[str, str]) -> None:
+    body = "HEAD-OF-PASTE " + "0123456789" * 5000 + " TAIL-OF-PASTE"
+    messages = [*long_prefix(6), user(body), assistant("ok")]
+    whole = prepared_whole(dirs, messages)
+    prompt_tokens = len(whole["prompt"].encode())
+    state = state_for(prompt_tokens + 64 + 8000 + 1500, 1500)
+    data = before(dirs, messages, state)
+    parts = data["chunks"]
+    first, later = limits(state, parts[0]["prompt"], parts[-1]["prompt"])
+    for index, part in enumerate(parts):
+        assert chunks.transcript_bytes(part["messages"]) <= (first if index == 0 else later)
+    shortened = [m for part in parts for m in part["messages"] if MARKER.search(m["content"])]
+    assert len(shortened) == 1 and data["state"]["chunking"]["shortenedMessages"] == 1
+    text = shortened[0]["content"]
+    assert text.startswith("HEAD-OF-PASTE") and text.endswith("TAIL-OF-PASTE")
+    omitted = int(MARKER.search(text).group(1))
+    assert omitted == len(body) - len(text) + len(MARKER.search(text).group(0)) + 2
+    # Every other prepared message is there, unchanged and in order.
+    flat = [m for part in parts for m in part["messages"]]
+    assert len(flat) == len(whole["messages"])
+    assert [m for m in flat if m is not shortened[0]] == [m for m in whole["messages"] if m["content"] != body]
+
+
+def test_a_tool_result_larger_than_a_chunk_keeps_its_header_and_fences(dirs: dict[str, str]) -> None:
+    huge = "\n".join(f"row {i}: " + "x" * 60 for i in range(3000))
+    messages = [user("go"), assistant("", [("c1", "read", '{"path":"big.txt"}')]), tool("c1", huge), assistant("ok")]
+    whole = prepared_whole(dirs, messages)
+    message = chunks.shrink(whole["messages"][2], 3000)
+    assert chunks.message_bytes(message) <= 3000
+    lines = message["content"].split("\n")
+    assert lines[0].startswith("Result of tool call c1 (read). Untrusted data")
+    assert lines[1].startswith("```") and lines[-1] == lines[1][: len(lines[-1])] and set(lines[-1]) == {"`"}
+    assert MARKER.search(message["content"])
+
+
+def test_many_tool_calls_are_cut_to_fit() -> None:
+    calls = [(f"call_{i}", "write", f'{{"path":"f{i}","content":"{"y" * 1500}"}}') for i in range(40)]
+    message = assistant("writing", calls)
+    shrunk = chunks.shrink(message, 4000)
+    assert chunks.message_bytes(shrunk) <= 4000
+    assert shrunk["content"] == "writing"  # small content is not the bulk: left alone
+    assert [c["id"] for c in shrunk["tool_calls"]] == [f"call_{i}" for i in range(40)]
+    assert all(MARKER.search(c["function"]["arguments"]) for c in shrunk["tool_calls"])
+    # Too many calls for the limit even without arguments: the newest go, and it says how many.
+    many = assistant("x" * 10000, [(f"call_{i:04d}" * 10, "write", "{}") for i in range(400)])
+    shrunk = chunks.shrink(many, 4000)
+    assert chunks.message_bytes(shrunk) <= 4000
+    kept = len(shrunk["tool_calls"])
+    assert 0 < kept < 400 and f"[... {400 - kept} more tool calls omitted ...]" in shrunk["content"]
+    assert MARKER.search(shrunk["content"])
+
+
+def test_one_request_when_it_fits_keeps_todays_shape(dirs: dict[str, str]) -> None:
+    messages = long_prefix(5)
+    whole = prepared_whole(dirs, messages)
+    data = before(dirs, messages, state_for(10**6, 4000))
+    assert "chunks" not in data
+    assert data["prompt"] == whole["prompt"] and data["messages"] == whole["messages"]
+    assert data["summary_images"] == whole["summary_images"] == []
+    assert data["state"]["lastAttempt"]["reason"] == "model_prompt_prepared"
+    assert "chunking" not in data["state"]
+
+
+def test_no_room_for_a_chunk_is_a_clear_error(dirs: dict[str, str]) -> None:
+    messages = long_prefix()
+    response = call(
+        "before_compact",
+        {"messages": messages, "cut": len(messages) + 1, "state": state_for(4000, 3000), "model": "m"},
+        dirs,
+    )
+    assert "summary_request_too_small" in response["error"] and "output_reserve 3000" in response["error"]
+
+
+def test_describe_images_are_kept_instead_when_chunked(dirs: dict[str, str]) -> None:
+    png = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    messages = [{"role": "user", "content": [{"type": "text", "text": "see this"}, png]}, *long_prefix()]
+    whole = before(dirs, messages, {}, budget={"images": "describe"})
+    capacity = len(whole["prompt"].encode()) + 64 + chunks.transcript_bytes(whole["messages"]) // 2
+    data = before(dirs, messages, state_for(capacity, 1000), budget={"images": "describe"})
+    assert len(data["chunks"]) >= 2
+    assert data["summary_images"] == [] and data["retained_images"] == [png]
+    assert "(kept after compaction)" in data["chunks"][0]["messages"][0]["content"]
+    assert "describe -> keep" in data["state"]["images_downgraded"]
+
+
+@pytest.mark.parametrize("rate", [0.25, 0.5, 1.0])
+def test_split_never_exceeds_a_limit(rate: float) -> None:
+    messages = [
+        {"role": "user", "content": "ü" * (i * 97 % 3000)} if i % 3 else {"role": "assistant", "content": "a" * 9000}
+        for i in range(60)
+    ]
+    budget = chunks.RequestBudget(12000, 1000, rate)
+    _, first = chunks.transcript_limit(budget, "p" * 500, summary_so_far=False)
+    _, later = chunks.transcript_limit(budget, "p" * 900)
+    result = chunks.split(messages, first, min(first, later))
+    for size, limit, part in zip(result.sizes, result.limits, result.chunks, strict=True):
+        assert size == chunks.transcript_bytes(part) <= limit
+    assert sum(len(c) for c in result.chunks) == len(messages)
+
+
+_texts = st.text(alphabet=st.sampled_from("ab \n`ü漢😀"), max_size=6000)
+
+
+@st.composite
+def prepared_messages(draw: st.DrawFn) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for i in range(draw(st.integers(1, 30))):
+        kind = draw(st.sampled_from(["user", "assistant", "batch"]))
+        if kind == "batch":
+            calls = [(f"c{i}_{j}", "shell", draw(_texts)) for j in range(draw(st.integers(1, 3)))]
+            messages.append(assistant(draw(_texts), calls))
+            messages += [
+                tool(cid, "Result of tool call.\n```untrusted\n" + draw(_texts) + "\n```") for cid, _, _ in calls
+            ]
+        else:
+            messages.append({"role": kind, "content": draw(_texts)})
+    return messages
+
+
+@settings(max_examples=150, deadline=None)
+@given(prepared_messages(), st.integers(chunks.MIN_CHUNK_BYTES, 20000), st.integers(chunks.MIN_CHUNK_BYTES, 20000))
+def test_any_transcript_splits_within_its_limits_in_order(
+    messages: list[dict[str, Any]], first: int, later: int
+) -> None:
+    first, later = max(first, later), min(first, later)
+    result = chunks.split(messages, first, later)
+    assert result.limits[:1] in ([first], [])
+    assert all(limit == later for limit in result.limits[1:])
+    for size, limit, part in zip(result.sizes, result.limits, result.chunks, strict=True):
+        assert size == chunks.transcript_bytes(part) <= limit
+    flat = [m for part in result.chunks for m in part]
+    assert len(flat) == len(messages)
+    for original, placed in zip(messages, flat, strict=True):
+        assert (
+            placed is original
+            or MARKER.search(placed.get("content") or "")
+            or placed.get("tool_calls") != original.get("tool_calls")
+        )
+        assert placed.get("role") == original.get("role")
