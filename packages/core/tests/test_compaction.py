@@ -275,3 +275,29 @@ def test_too_many_chunks_are_refused(setup, tmp_path):
     assert result.returncode == 5
     assert "chunks must be a list of 1 to 64" in result.stderr or "chunks" in result.stderr
     assert setup.session.read_bytes() == before
+
+
+PNG_URL = "data:image/png;base64," + __import__("base64").b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 64).decode()
+
+
+def test_retained_images_stay_in_the_compacted_history(setup):
+    image = {"type": "image_url", "image_url": {"url": PNG_URL}}
+    with ScriptedModel([{"text": "ok"}] * 5) as model:
+        grow(setup, model)
+        setup.behave(fits_over=7000, cut="keep_two", summary="state", retained_images=[image])
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    summary = orjson.loads(setup.session.read_bytes())["messages"][1]
+    assert summary["content"][0]["type"] == "text" and "state" in summary["content"][0]["text"]
+    assert summary["content"][1] == image
+
+
+def test_invalid_retained_images_commit_nothing(setup):
+    bad = {"type": "image_url", "image_url": {"url": "data:image/png;base64,bm90IGFuIGltYWdl"}}
+    with ScriptedModel([{"text": "ok"}] * 5) as model:
+        before = grow(setup, model)
+        setup.behave(fits_over=7000, cut="keep_two", summary="state", retained_images=[bad])
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 5
+    assert "retained_images are invalid" in result.stderr
+    assert setup.session.read_bytes() == before

@@ -215,9 +215,10 @@ class Agent:
             return outcome.history, outcome.after
         if verdict.fits and rejection is None:
             return working, check  # over the trigger but still fits: go on, the failure is on record
-        if verdict.provisional and rejection is None:
-            # Nothing of this model's density is known yet: the byte estimate is several times the
-            # real count. Let the server count; a refusal is recovered (learned, compacted) once.
+        if verdict.provisional and rejection is None and outcome.check == "declined":
+            # Nothing of this model's density is known yet (the byte estimate is several times the
+            # real count) and there is nothing to compact: let the server count. A refusal is
+            # recovered (learned, compacted) once; a compaction that failed still fails the turn.
             self.options.progress("the budget has no usage of this model yet; the server counts this request")
             return working, check
         what = "the model server refused the request as too long" if rejection is not None else \

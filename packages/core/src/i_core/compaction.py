@@ -69,9 +69,27 @@ class Outcome:
         return replace(self, committed=False, check=check, reason=reason)
 
 
-def summary_message(summary: str) -> dict[str, Any]:
-    """The untrusted user-role message that carries a compaction summary."""
-    return {"role": "user", "content": f"{SUMMARY_OPEN}\n\n{summary}", "_compaction": {"kind": "summary"}}
+def summary_message(summary: str, images: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The untrusted user-role message that carries a compaction summary (and the images it keeps)."""
+    text = f"{SUMMARY_OPEN}\n\n{summary}"
+    content: Any = [{"type": "text", "text": text}, *images] if images else text
+    return {"role": "user", "content": content, "_compaction": {"kind": "summary"}}
+
+
+def _retained_images(prepared: dict[str, Any]) -> list[dict[str, Any]]:
+    """``retained_images`` of ``before_compact``: image parts checked like any tool image."""
+    images = prepared.get("retained_images") or []
+    if not isinstance(images, list) or not all(isinstance(part, dict) for part in images):
+        raise CompactionError("invalid_candidate", "before_compact retained_images must be a list of image parts")
+    if not images:
+        return []
+    from .tools import check_images
+
+    try:
+        check_images(images)
+    except Exception as exc:  # the tools' image check raises ToolError with a reason
+        raise CompactionError("invalid_candidate", f"before_compact retained_images are invalid: {exc}") from None
+    return images
 
 
 def render_transcript(messages: list[dict[str, Any]]) -> str:
@@ -203,6 +221,7 @@ class Compactor:
             "budget": self.config.budget, "workspace": self.workspace,
         })
         state = prepared.get("state") if isinstance(prepared.get("state"), dict) else state
+        retained = _retained_images(prepared)
         if "summary" in prepared:
             summary = prepared["summary"]
             if not isinstance(summary, str) or not summary.strip():
@@ -214,7 +233,7 @@ class Compactor:
         summary, state = self._post_process(summary, state)
         outcome.state = state
         # 6: candidate = system + untrusted summary + untouched suffix, snapshots restored.
-        candidate = [history[0], summary_message(summary), *history[cut:]]
+        candidate = [history[0], summary_message(summary, retained), *history[cut:]]
         candidate = restore_snapshots(candidate, self.context_state)
         if self.hooks.has("before_compact_commit"):
             committed = self.hooks.run("before_compact_commit", {"messages": candidate, "cut": cut})
