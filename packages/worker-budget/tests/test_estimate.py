@@ -359,15 +359,21 @@ def test_tool_output_budget_splits_the_remaining_room(build, history_of):
     assert none_left["tool_output_budget"]["per_call_tokens"] == 0
 
 
-def test_output_keeps_every_input_field(build):
-    data = build(extra_field={"kept": True}, cut=None)
-    before = copy.deepcopy(data)
-    from i_budget.worker import context_budget
+def test_output_keeps_every_input_field(build, monkeypatch):
+    from i_budget import worker
+    from i_budget.observations import MemoryStore
 
-    out = context_budget(data, request=None)  # type: ignore[arg-type]
+    monkeypatch.setattr(worker, "_memory", MemoryStore())
+    data = build(extra_field={"kept": True}, cut=None, origin="http://127.0.0.1:1")
+    before = copy.deepcopy(data)
+    out = worker.context_budget(data, request=None)
     for key, value in before.items():
         assert out[key] == value
-    assert "budget_result" in out and out["budget_result"]["calibration"]["status"] == "off"
+    result = out["budget_result"]
+    assert result["estimate"] == budget_result(before)["estimate"]  # nothing learned yet: the byte estimate
+    assert result["density"]["rule"] == "per_class"
+    assert result["density"]["fallback_classes"] == ["word", "id", "symbol", "other"]
+    assert result["density"]["observed"] == [] and result["anchor"]["classes"]
 
 
 # -- properties ----------------------------------------------------------------------------

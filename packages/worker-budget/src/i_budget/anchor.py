@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .density import Classes, parse_classes
+
 MAX_USAGE_TOKENS = 1_000_000_000
 """Counts above this are treated as corrupt (overflowing) usage, not as a real request."""
 
@@ -19,6 +21,10 @@ class Anchor:
     input_tokens: int
     output_tokens: int
     tools_fingerprint: str | None
+    classes: Classes | None = None
+    """Class bytes of the anchored request (messages + tool schemas), when this worker wrote them."""
+    base: tuple[int, Classes] | None = None
+    """Input tokens and class bytes of the request this one extended: the increment's baseline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,4 +76,19 @@ def parse_anchor(usage: object) -> Anchor | Fallback:
     tools_fp = usage.get("tools_fingerprint")
     if tools_fp is not None and not isinstance(tools_fp, str):
         return Fallback("usage_invalid", f"usage.tools_fingerprint must be a string, got {tools_fp!r}")
-    return Anchor(model, prefix, fingerprint, counts[0], counts[1], tools_fp)
+    classes = parse_classes(usage.get("classes"))
+    base = _base(usage.get("base"), counts[0], classes)
+    return Anchor(model, prefix, fingerprint, counts[0], counts[1], tools_fp, classes, base)
+
+
+def _base(raw: object, input_tokens: int, classes: Classes | None) -> tuple[int, Classes] | None:
+    """A usable increment baseline: fewer tokens and no class larger than the anchored request's."""
+    if not isinstance(raw, dict) or classes is None:
+        return None
+    tokens = raw.get("input_tokens")
+    base_classes = parse_classes(raw.get("classes"))
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 < tokens < input_tokens:
+        return None
+    if base_classes is None or any(b > c for b, c in zip(base_classes, classes, strict=True)):
+        return None
+    return tokens, base_classes

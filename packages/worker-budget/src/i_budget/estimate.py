@@ -1,18 +1,20 @@
 """The estimator: tokens of the next request, its comparable content estimate and what fits.
 
-Everything here is a pure function of the request data (plus an optional learned
-bytes-per-token ratio); the worker adds only calibration I/O around it.
+Everything here is a pure function of the request data and the learned class densities;
+the worker adds only the density store's I/O around it.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from i_protocol import WorkerError
 
 from .anchor import Anchor, Fallback, parse_anchor
+from .density import BYTES, ZERO, Classes, Rates, add, classify, sub
 from .measure import HistoryMeasure, measure_history, measure_tools
 from .policy import Policy, parse_policy
 
@@ -24,37 +26,33 @@ REPLY_OVERHEAD_TOKENS = 8
 MAX_PENDING_TOOL_CALLS = 10_000
 BYTES_PER_CHAR_WORST = 4
 """A UTF-8 character takes at most 4 bytes: ``chars = bytes // 4`` holds for any text."""
+SUMMARY_WRAPPER_CLASSES: Classes = (190, 0, 40, 0)
+"""The core's untrusted-summary wrapper around a compaction summary (about 230 bytes of prose)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """Real input tokens of a known byte size: one sample for the calibrated estimator."""
+    """Real tokens of a known class mix: what the density store learns from."""
 
-    model: str
-    fingerprint: str
-    ascii_bytes: int
-    nonascii_bytes: int
-    input_tokens: int
+    key: str
+    """Deduplication key: the same anchor is presented to several checks but learned once."""
+    source: str
+    """``increment`` (between two anchored requests), ``request`` (a whole request) or ``rejection``."""
+    classes: Classes
+    tokens: int
 
 
 @dataclass(slots=True)
 class Outcome:
-    """The ``budget_result`` object and the calibration sample this request yielded, if any."""
+    """The ``budget_result`` object and the observations this request yielded."""
 
     result: dict[str, Any]
-    observation: Observation | None
-
-
-def _tokens(size: int, nonascii: int, bytes_per_token: float) -> int:
-    """Bytes to tokens: the learned ratio applies to ASCII bytes only, other bytes stay 1 token each."""
-    if bytes_per_token == 1.0:
-        return size
-    return math.ceil((size - nonascii) / bytes_per_token) + nonascii
+    observations: list[Observation]
 
 
 def comparable_estimate(history: list[Any], image_tokens: int | None = None) -> int:
     """Pure content estimate: message wire bytes, images at ``image_tokens`` (else their bytes)."""
-    return _comparable(measure_history(history, count_nonascii=False), image_tokens)
+    return _comparable(measure_history(history, count_classes=False), image_tokens)
 
 
 def _comparable(measure: HistoryMeasure, image_tokens: int | None) -> int:
@@ -97,26 +95,144 @@ def _match(anchor: Anchor | Fallback, model: str, measure: HistoryMeasure, count
     return anchor
 
 
-def _cut_hint(history: list[Any], measure: HistoryMeasure, image_cost: int, target: int, bpt: float) -> int | None:
+def _cost(rates: Rates, size: int, classes: Classes) -> int:
+    """Tokens of uncovered content: exact bytes before anything is learned, else the class rates."""
+    return rates.tokens(classes) if rates.learned else size
+
+
+def _rejection(data: dict[str, Any]) -> tuple[int | None, int | None] | None:
+    """``(input_tokens, limit)`` of a provider's "context too long" refusal of this very history."""
+    raw = data.get("rejection")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise WorkerError(f"rejection must be an object {{input_tokens?, limit?}}, got {type(raw).__name__}")
+    values: list[int | None] = []
+    for key in ("input_tokens", "limit"):
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise WorkerError(f"rejection.{key} must be a positive integer or absent, got {value!r}")
+        values.append(value)
+    return values[0], values[1]
+
+
+@dataclass(slots=True)
+class _Uncovered:
+    """What the anchor does not cover: its class bytes, and the tokens the anchor does cover."""
+
+    start: int
+    anchored: int
+    size: int
+    classes: Classes
+    tools_counted: bool
+    """The tool schemas are not inside the anchor (no anchor, or other tools than it covered)."""
+    tools_classes: Classes
+    request_classes: Classes | None
+    base: tuple[int, Classes] | None
+
+
+def _uncovered(history: list[Any], measure: HistoryMeasure, matched: Anchor | Fallback, tools: Classes,
+               tools_fp: str, learn: bool, count_classes: bool) -> _Uncovered:
+    if not isinstance(matched, Anchor):
+        # The history was measured split at the (unmatched) anchor's prefix: its classes are both parts.
+        classes = add(measure.prefix_classes(), measure.new_classes) if count_classes else ZERO
+        request = add(classes, tools) if learn else None
+        return _Uncovered(0, 0, measure.total_bytes, classes, True, tools, request, None)
+    k = start = matched.prefix_messages
+    anchored = matched.input_tokens + matched.output_tokens
+    size = measure.total_bytes - measure.prefix_bytes
+    classes = measure.new_classes
+    if k < len(history) and history[k].get("role") == "assistant":
+        # The reply to the anchored request: its tokens are the usage's output tokens.
+        size -= measure.message_bytes(k)
+        classes = sub(classes, measure.message_classes(k))
+        start = k + 1
+        anchored += REPLY_OVERHEAD_TOKENS
+    same_tools = matched.tools_fingerprint == tools_fp
+    request: Classes | None = None
+    base: tuple[int, Classes] | None = None
+    if learn:
+        if same_tools and matched.classes is not None:
+            request = add(matched.classes, measure.new_classes)
+            base = (matched.input_tokens, matched.classes)
+        else:
+            request = add(add(measure.prefix_classes(), measure.new_classes), tools)
+    return _Uncovered(start, anchored, max(0, size), classes, not same_tools, tools, request, base)
+
+
+def _observations(matched: Anchor | Fallback, measure: HistoryMeasure, tools: Classes, tools_fp: str,
+                  uncovered: _Uncovered, rejection: tuple[int | None, int | None] | None) -> list[Observation]:
+    """What this request teaches: the anchored usage (increment or whole request) and a rejection."""
+    found: list[Observation] = []
+    if isinstance(matched, Anchor):
+        key = matched.prefix_fingerprint[-16:]
+        if matched.classes is not None and matched.base is not None:
+            tokens, base = matched.base
+            found.append(Observation(key, "increment", sub(matched.classes, base), matched.input_tokens - tokens))
+        elif matched.classes is not None:
+            found.append(Observation(key, "request", matched.classes, matched.input_tokens))
+        elif matched.tools_fingerprint == tools_fp:
+            whole = add(measure.prefix_classes(), tools)
+            found.append(Observation(key, "request", whole, matched.input_tokens))
+    if rejection is not None:
+        input_tokens, limit = rejection
+        # The server counted the whole request; without its count, it was at least one over its limit.
+        counted = input_tokens if input_tokens is not None else (limit + 1 if limit is not None else None)
+        if counted is not None:
+            classes = add(uncovered.classes, uncovered.tools_classes if uncovered.tools_counted else ZERO)
+            tokens = counted - uncovered.anchored - REQUEST_OVERHEAD_TOKENS
+            found.append(Observation(measure.fingerprint[-16:], "rejection", classes, tokens))
+    return found
+
+
+def _message_costs(measure: HistoryMeasure, rates: Rates, image_cost: int) -> list[int]:
+    """Conservative tokens of each message on its own (images at ``image_cost`` each)."""
+    costs = []
+    for index in range(len(measure.views)):
+        images = measure.images.get(index, (0, 0))[0] * image_cost
+        if rates.learned:
+            costs.append(rates.tokens(measure.message_classes(index)) + images)
+        else:
+            costs.append(measure.message_bytes(index) + 1 + images)
+    return costs
+
+
+def _cut_hint(history: list[Any], costs: list[int], target: int) -> int | None:
     """Smallest user/assistant index >= 2 whose suffix stays within ``target`` tokens."""
     hint: int | None = None
-    suffix_bytes = suffix_nonascii = suffix_images = 0
+    suffix = 0
     for index in range(len(history) - 1, 1, -1):
-        size, nonascii = measure.message_bytes(index, count_nonascii=bpt != 1.0)
-        suffix_bytes += size
-        suffix_nonascii += nonascii
-        suffix_images += measure.images.get(index, (0, 0))[0]
-        if _tokens(suffix_bytes, suffix_nonascii, bpt) + suffix_images * image_cost > target:
+        suffix += costs[index]
+        if suffix > target:
             break
         if history[index].get("role") in ("user", "assistant"):
             hint = index
     return hint
 
 
-def _tool_output_budget(policy: Policy, remaining: int, pending: int, bpt: float) -> dict[str, Any]:
+def _cut_estimates(history: list[Any], costs: list[int], rates: Rates, uncovered: _Uncovered,
+                   request: Classes) -> dict[str, Any]:
+    """What a compactor needs to choose a cut that fits: fixed cost, summary rate, suffix per cut."""
+    tools_tokens = _cost(rates, sum(uncovered.tools_classes), uncovered.tools_classes)
+    wrapper = _cost(rates, sum(SUMMARY_WRAPPER_CLASSES), SUMMARY_WRAPPER_CLASSES)
+    suffix: list[list[int]] = []
+    running = 0
+    for index in range(len(history) - 1, 1, -1):
+        running += costs[index]
+        if history[index].get("role") in ("user", "assistant"):
+            suffix.append([index, running])
+    suffix.reverse()
+    return {
+        "fixed_tokens": costs[0] + tools_tokens + wrapper + REQUEST_OVERHEAD_TOKENS,
+        "tokens_per_byte": round(rates.blended(request), 4) if rates.learned else 1.0,
+        "suffix": suffix,
+    }
+
+
+def _tool_output_budget(policy: Policy, remaining: int, pending: int, bytes_per_token: float) -> dict[str, Any]:
     per_call_cap = max(1, math.floor(policy.context_window * policy.tool_output_ratio))
     per_call = min(per_call_cap, remaining // max(1, pending))
-    per_call_bytes = math.floor(per_call * bpt)
+    per_call_bytes = math.floor(per_call * bytes_per_token)
     return {
         "pending_calls": pending,
         "per_call_tokens": per_call,
@@ -124,6 +240,7 @@ def _tool_output_budget(policy: Policy, remaining: int, pending: int, bpt: float
         "per_call_chars": per_call_bytes // BYTES_PER_CHAR_WORST,
         "total_tokens": per_call * pending,
         "per_call_cap_tokens": per_call_cap,
+        "bytes_per_token": round(bytes_per_token, 4),
     }
 
 
@@ -131,13 +248,14 @@ def estimate_budget(
     data: dict[str, Any],
     *,
     policy: Policy | None = None,
-    bytes_per_token: float = 1.0,
-    observe: bool = False,
+    rates: Rates = BYTES,
+    learn: Callable[[list[Observation]], Rates] | None = None,
 ) -> Outcome:
     """Budget the request in ``data`` (the ``context_budget`` event data) into a ``budget_result``.
 
-    ``bytes_per_token`` is the calibrated ratio (1.0: plain UTF-8 bytes); ``observe`` asks for
-    the calibration sample a matching usage anchor yields.
+    ``rates`` are the class densities (default: 1 token per byte). ``learn``, when given,
+    receives the observations this request yields (the anchored usage, a rejection) and returns
+    the densities to estimate with; the result then carries the class bytes the next anchor needs.
     """
     if policy is None:
         policy = parse_policy(data.get("budget"), data.get("max_tokens"))
@@ -147,49 +265,31 @@ def estimate_budget(
         raise WorkerError(f"history must be a list of messages, got {type(history).__name__}")
     if not history:
         raise WorkerError("history is empty: a request needs at least the system message")
+    rejection = _rejection(data)
     anchor = parse_anchor(data.get("usage"))
     prefix = anchor.prefix_messages if isinstance(anchor, Anchor) and anchor.prefix_messages <= len(history) else None
-    measure = measure_history(history, prefix, count_nonascii=observe or bytes_per_token != 1.0)
-    tools_bytes, tools_nonascii, tools_fp = measure_tools(data.get("tools"))
+    count_classes = learn is not None or rates.learned
+    measure = measure_history(history, prefix, count_classes=count_classes)
+    tools_classes, tools_fp = measure_tools(data.get("tools"))
     matched = _match(anchor, model, measure, len(history))
-    # With a matching anchor only the new messages are estimated, and they are counted as plain
-    # bytes: a learned ratio is an average, and one new tool result can be denser than any
-    # average seen (bench/budget_calibration.py measured under-counts when it was applied here).
-    bpt = 1.0 if isinstance(matched, Anchor) else bytes_per_token
+    uncovered = _uncovered(history, measure, matched, tools_classes, tools_fp, learn is not None, count_classes)
+    observations: list[Observation] = []
+    if learn is not None:
+        observations = _observations(matched, measure, tools_classes, tools_fp, uncovered, rejection)
+        rates = learn(observations)
+    tools_tokens = _cost(rates, sum(tools_classes), tools_classes) if uncovered.tools_counted else 0
     image_cost = policy.image_tokens or 0
-
-    observation: Observation | None = None
-    new_bytes = measure.total_bytes - measure.prefix_bytes
-    new_nonascii = measure.total_nonascii - measure.prefix_nonascii
-    if isinstance(matched, Anchor):
-        k = start = matched.prefix_messages
-        anchored = matched.input_tokens + matched.output_tokens
-        if k < len(history) and history[k].get("role") == "assistant":
-            # The reply to the anchored request: its tokens are the usage's output tokens.
-            reply_bytes, reply_nonascii = measure.message_bytes(k)
-            new_bytes -= reply_bytes
-            new_nonascii -= reply_nonascii
-            start = k + 1
-            anchored += REPLY_OVERHEAD_TOKENS
-        same_tools = matched.tools_fingerprint == tools_fp
-        tools_tokens = 0 if same_tools else _tokens(tools_bytes, tools_nonascii, bpt)
-        if observe and same_tools and not any(index < k for index in measure.images):
-            nonascii = measure.prefix_nonascii + tools_nonascii
-            ascii_bytes = measure.prefix_bytes + tools_bytes - nonascii
-            observation = Observation(model, matched.prefix_fingerprint, ascii_bytes, nonascii, matched.input_tokens)
-        method = "usage_anchor"
-        fallback: Fallback | None = None
-    else:
-        start, anchored = 0, 0
-        new_bytes, new_nonascii = measure.total_bytes, measure.total_nonascii
-        tools_tokens = _tokens(tools_bytes, tools_nonascii, bpt)
-        method = "utf8_bytes" if bpt == 1.0 else "calibrated"
-        fallback = matched
-
-    new_images = measure.image_count(start)
-    message_tokens = _tokens(max(0, new_bytes), max(0, new_nonascii), bpt)
+    new_images = measure.image_count(uncovered.start)
+    message_tokens = _cost(rates, uncovered.size, uncovered.classes)
     images_tokens = new_images * image_cost
-    estimate = anchored + message_tokens + tools_tokens + images_tokens + REQUEST_OVERHEAD_TOKENS
+    estimate = uncovered.anchored + message_tokens + tools_tokens + images_tokens + REQUEST_OVERHEAD_TOKENS
+    if rejection is not None and rejection[0] is not None:
+        estimate = max(estimate, rejection[0])  # the server's own count of this very request
+    unobserved = sum(count for count, seen in zip(add(uncovered.classes, tools_classes if uncovered.tools_counted
+                                                      else ZERO), rates.observations, strict=True) if not seen)
+    # An estimate resting mostly on classes never observed is the seed's 1 token per byte: several
+    # times the real count. The host may let the server count such a request (see README).
+    provisional = rejection is None and unobserved > estimate // 10
 
     reasons: list[str] = []
     if new_images and policy.image_tokens is None:
@@ -205,26 +305,35 @@ def estimate_budget(
         )
     fits = not reasons
     over_trigger = estimate >= policy.trigger
-    recommend = compact and (over_trigger or estimate > policy.capacity)
-    hint = _cut_hint(history, measure, image_cost, policy.trigger // 2, bpt) if recommend else None
+    forced = data.get("force") is True
+    recommend = compact and (over_trigger or estimate > policy.capacity or rejection is not None)
     remaining = max(0, policy.capacity - estimate)
+    request = uncovered.request_classes or add(measure.new_classes, tools_classes)
+    bytes_per_token = 1 / rates.blended(request) if rates.learned else 1.0
+    costs = _message_costs(measure, rates, image_cost) if compact and (recommend or forced) else None
+    notes = list(policy.notes)
+    if rejection is not None and rejection[1] is not None and rejection[1] < policy.context_window:
+        notes.append(f"the server's context limit is {rejection[1]} tokens, below budget.context_window "
+                     f"{policy.context_window}: set budget.context_window to {rejection[1]}")
 
     result: dict[str, Any] = {
         "version": RESULT_VERSION,
         "fits": fits,
         "estimate": estimate,
-        "estimate_method": method,
-        "fallback_reason": None if fallback is None else fallback.reason,
-        "fallback_detail": None if fallback is None else fallback.detail,
-        "bytes_per_token": bpt,
+        "provisional": provisional,
+        "estimate_method": "usage_anchor" if isinstance(matched, Anchor) else (
+            "density" if rates.learned else "utf8_bytes"),
+        "fallback_reason": None if isinstance(matched, Anchor) else matched.reason,
+        "fallback_detail": None if isinstance(matched, Anchor) else matched.detail,
+        "bytes_per_token": round(bytes_per_token, 4),
         "breakdown": {
-            "anchored_tokens": anchored,
+            "anchored_tokens": uncovered.anchored,
             "message_tokens": message_tokens,
             "tool_schema_tokens": tools_tokens,
             "image_tokens": images_tokens,
             "overhead_tokens": REQUEST_OVERHEAD_TOKENS,
             "messages": len(history),
-            "estimated_messages": len(history) - start,
+            "estimated_messages": len(history) - uncovered.start,
         },
         "comparable_estimate": _comparable(measure, policy.image_tokens),
         "context_window": policy.context_window,
@@ -236,8 +345,8 @@ def estimate_budget(
         "remaining": remaining,
         "over_trigger": over_trigger,
         "recommend_compact": recommend,
-        "recommended_cut_hint": hint,
-        "tool_output_budget": _tool_output_budget(policy, remaining, pending, bpt),
+        "recommended_cut_hint": _cut_hint(history, costs, policy.trigger // 2) if costs and recommend else None,
+        "tool_output_budget": _tool_output_budget(policy, remaining, pending, bytes_per_token),
         "images": {
             "count": measure.image_count(),
             "estimated": new_images,
@@ -245,17 +354,35 @@ def estimate_budget(
             "image_tokens": policy.image_tokens,
         },
         "reasons": reasons,
-        "notes": list(policy.notes),
-        "anchor": {
-            "model": model,
-            "prefix_messages": len(history),
-            "prefix_fingerprint": measure.fingerprint,
-            "tools_fingerprint": tools_fp,
-        },
+        "notes": notes,
+        "anchor": _template(model, history, measure, tools_fp, uncovered),
     }
-    return Outcome(result, observation)
+    if costs is not None:
+        result["cut_estimates"] = _cut_estimates(history, costs, rates, uncovered, request)
+    return Outcome(result, observations)
+
+
+def _template(model: str, history: list[Any], measure: HistoryMeasure, tools_fp: str,
+              uncovered: _Uncovered) -> dict[str, Any]:
+    """The anchor the core stores with this request's usage; class bytes make the next increment."""
+    template: dict[str, Any] = {
+        "model": model,
+        "prefix_messages": len(history),
+        "prefix_fingerprint": measure.fingerprint,
+        "tools_fingerprint": tools_fp,
+    }
+    if uncovered.request_classes is not None:
+        template["classes"] = list(uncovered.request_classes)
+        if uncovered.base is not None:
+            template["base"] = {"input_tokens": uncovered.base[0], "classes": list(uncovered.base[1])}
+    return template
 
 
 def budget_result(data: dict[str, Any]) -> dict[str, Any]:
-    """The ``budget_result`` of the plain estimator for ``data`` (no calibration, no I/O)."""
+    """The ``budget_result`` of the byte estimator for ``data`` (nothing learned, no I/O)."""
     return estimate_budget(data).result
+
+
+def text_classes(text: str) -> Classes:
+    """Class bytes of a text (for hosts and benches that estimate plain text)."""
+    return classify(text.encode("utf-8", "surrogatepass"))

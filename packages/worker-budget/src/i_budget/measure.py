@@ -10,6 +10,8 @@ import orjson
 
 from i_protocol import WorkerError
 
+from .density import ZERO, Classes, add, classify, sub
+
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 REPLAY_FIELDS = frozenset({"_anthropic_content", "_responses_output"})
 """Top-level ``_`` fields the protocol adapters replay on the wire: they cost tokens and are fingerprinted."""
@@ -19,7 +21,6 @@ IMAGE_TYPES = frozenset({"image_url", "image", "input_image"})
 
 FINGERPRINT_PREFIX = "sha256:"
 _SORTED = orjson.OPT_SORT_KEYS
-_ASCII = bytes(range(128))
 
 
 @dataclass(slots=True)
@@ -34,11 +35,22 @@ class HistoryMeasure:
     boundary: int
     prefix_bytes: int
     total_bytes: int
-    prefix_nonascii: int
-    total_nonascii: int
     images: dict[int, tuple[int, int]]
     prefix_fingerprint: str | None
     fingerprint: str
+    new_classes: Classes
+    """Class bytes of ``views[boundary:]`` without image parts (ZERO unless asked for)."""
+    head: bytes
+
+    def prefix_classes(self) -> Classes:
+        """Class bytes of ``views[:boundary]`` without image parts (measured on demand)."""
+        if not self.boundary:
+            return ZERO
+        images = ZERO
+        for index in self.images:
+            if index < self.boundary:
+                images = add(images, _image_classes(self.views[index]))
+        return sub(classify(self.head[1:-1]), images)
 
     def image_count(self, start: int = 0) -> int:
         """Images in messages ``start`` and later."""
@@ -48,10 +60,16 @@ class HistoryMeasure:
         """Serialized bytes of every image part."""
         return sum(size for _count, size in self.images.values())
 
-    def message_bytes(self, index: int, *, count_nonascii: bool = True) -> tuple[int, int]:
-        """Bytes and non-ASCII bytes of one message (image parts excluded)."""
-        raw = orjson.dumps(self.views[index], option=_SORTED)
-        return len(raw) - self.images.get(index, (0, 0))[1], _nonascii(raw) if count_nonascii else 0
+    def message_bytes(self, index: int) -> int:
+        """Bytes of one message (image parts excluded)."""
+        return len(orjson.dumps(self.views[index], option=_SORTED)) - self.images.get(index, (0, 0))[1]
+
+    def message_classes(self, index: int) -> Classes:
+        """Class bytes of one message (image parts excluded), with its separating comma."""
+        raw = orjson.dumps(self.views[index], option=_SORTED) + b","
+        if index not in self.images:
+            return classify(raw)
+        return sub(classify(raw), _image_classes(self.views[index]))
 
 
 def wire_view(message: dict[str, Any]) -> dict[str, Any]:
@@ -69,25 +87,33 @@ def _dump(value: Any, where: str) -> bytes:
         raise WorkerError(f"{where} cannot be measured as JSON: {exc}") from None
 
 
-def _nonascii(raw: bytes) -> int:
-    return 0 if raw.isascii() else len(raw.translate(None, _ASCII))
-
-
-def _images(view: dict[str, Any]) -> tuple[int, int]:
-    """Count image parts anywhere in the message and the serialized bytes they take."""
-    count = size = 0
+def _image_parts(view: dict[str, Any]) -> list[bytes]:
+    """The serialized image parts anywhere in the message."""
+    parts: list[bytes] = []
     stack: list[Any] = [view]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
             if node.get("type") in IMAGE_TYPES:
-                count += 1
-                size += len(orjson.dumps(node, option=_SORTED))
+                parts.append(orjson.dumps(node, option=_SORTED))
                 continue
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-    return count, size
+    return parts
+
+
+def _images(view: dict[str, Any]) -> tuple[int, int]:
+    """Count image parts anywhere in the message and the serialized bytes they take."""
+    parts = _image_parts(view)
+    return len(parts), sum(map(len, parts))
+
+
+def _image_classes(view: dict[str, Any]) -> Classes:
+    total = ZERO
+    for part in _image_parts(view):
+        total = add(total, classify(part))
+    return total
 
 
 def check_message(index: int, message: object) -> dict[str, Any]:
@@ -120,11 +146,12 @@ def _wire_views(history: list[Any]) -> list[dict[str, Any]]:
     return [m if private.isdisjoint(m) else {k: v for k, v in m.items() if k not in private} for m in history]
 
 
-def measure_history(history: object, prefix: int | None = None, *, count_nonascii: bool = True) -> HistoryMeasure:
+def measure_history(history: object, prefix: int | None = None, *, count_classes: bool = True) -> HistoryMeasure:
     """Measure a history in one pass; ``prefix`` asks for the fingerprint of ``history[:prefix]`` too.
 
     The fingerprint of ``history[:k]`` is the SHA-256 of ``orjson.dumps(wire views of history[:k],
     OPT_SORT_KEYS)`` without its closing ``]``, so the fingerprint of a longer history extends it.
+    ``count_classes`` measures the class bytes of the messages after the prefix.
     """
     if not isinstance(history, list):
         raise WorkerError(f"history must be a list of messages, got {type(history).__name__}")
@@ -152,7 +179,12 @@ def measure_history(history: object, prefix: int | None = None, *, count_nonasci
     head_images = sum(size for index, (_c, size) in images.items() if index < boundary)
     tail_images = sum(size for index, (_c, size) in images.items() if index >= boundary)
     head_bytes = len(head) - head_images if boundary else 0
-    head_nonascii = _nonascii(head) if boundary and count_nonascii else 0
+    new_classes = ZERO
+    if count_classes:
+        new_classes = classify(tail[1:-1])
+        for index in images:
+            if index >= boundary:
+                new_classes = sub(new_classes, _image_classes(views[index]))
     # Joining "[a,b]" and "[c]" gives "[a,b,c]": one byte less, so the split never changes the total.
     joined = len(tail) - 1 if boundary and len(tail) > 2 else (0 if boundary else len(tail))
     return HistoryMeasure(
@@ -160,22 +192,22 @@ def measure_history(history: object, prefix: int | None = None, *, count_nonasci
         boundary=boundary,
         prefix_bytes=head_bytes,
         total_bytes=head_bytes + joined - tail_images,
-        prefix_nonascii=head_nonascii,
-        total_nonascii=head_nonascii + (_nonascii(tail) if count_nonascii else 0),
         images=images,
         prefix_fingerprint=prefix_fp,
         fingerprint=FINGERPRINT_PREFIX + digest.hexdigest(),
+        new_classes=new_classes,
+        head=head,
     )
 
 
 def history_fingerprint(history: list[Any], upto: int | None = None) -> str:
     """Fingerprint of ``history[:upto]`` (all of it by default), as anchors record it."""
     count = len(history) if upto is None else upto
-    return measure_history(history[:count], count_nonascii=False).fingerprint
+    return measure_history(history[:count], count_classes=False).fingerprint
 
 
-def measure_tools(tools: object) -> tuple[int, int, str]:
-    """Wire bytes, their non-ASCII part and the fingerprint of the model-facing tool schemas."""
+def measure_tools(tools: object) -> tuple[Classes, str]:
+    """Class bytes and the fingerprint of the model-facing tool schemas."""
     if tools is None:
         tools = []
     if not isinstance(tools, list):
@@ -184,8 +216,10 @@ def measure_tools(tools: object) -> tuple[int, int, str]:
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
             raise WorkerError(f"tools[{index}] must be an object with a string name")
     if not tools:
-        return 0, 0, FINGERPRINT_PREFIX + hashlib.sha256(b"[]").hexdigest()
+        return ZERO, FINGERPRINT_PREFIX + hashlib.sha256(b"[]").hexdigest()
     raw = _dump(tools, "tools")
-    # Each schema travels wrapped as {"type":"function","function":{...}}: 30 bytes more per tool.
-    nonascii = 0 if raw.isascii() else len(raw.translate(None, _ASCII))
-    return len(raw) + 30 * len(tools), nonascii, FINGERPRINT_PREFIX + hashlib.sha256(raw).hexdigest()
+    # Each schema travels wrapped as {"type":"function","function":{...}}: 30 bytes more per tool
+    # (22 of JSON syntax, 8 of the two key words).
+    word, ids, symbol, other = classify(raw)
+    classes = (word + 8 * len(tools), ids, symbol + 22 * len(tools), other)
+    return classes, FINGERPRINT_PREFIX + hashlib.sha256(raw).hexdigest()

@@ -16,6 +16,9 @@ DEFAULT_TOOL_OUTPUT_RATIO = 0.02
 DEFAULT_TRIGGER_RATIO = (4, 5)  # window * 0.8, kept as a fraction so integer windows stay exact
 
 TOKENIZERS = ("utf8_bytes",)
+FIELDS = frozenset({"context_window", "output_reserve", "threshold", "safety_ratio", "tool_output_ratio",
+                    "image_tokens", "images", "tokenizer"})
+"""The ``budget`` fields; ``images`` belongs to the compact worker and is passed through untouched."""
 REMOVED_TOKENIZERS = ("cl100k_base", "o200k_base", "p50k_base", "r50k_base")
 
 
@@ -29,7 +32,8 @@ class Policy:
     tool_output_ratio: float
     threshold: int | None
     image_tokens: int | None
-    calibrate: bool
+    byte_estimator: bool
+    """``tokenizer: "utf8_bytes"``: every byte one token, nothing learned (seed 001 §7)."""
     safety_margin: int
     capacity: int
     trigger: int
@@ -84,6 +88,15 @@ def parse_policy(budget: object, max_tokens: object) -> Policy:
     if not isinstance(budget, dict):
         raise WorkerError(f"budget must be an object with at least context_window, got {type(budget).__name__}")
     check_tokenizer(budget.get("tokenizer"))
+    if "calibrate" in budget:
+        raise WorkerError(
+            "budget.calibrate was removed in i-worker-budget 0.2: the estimate now learns per-class token "
+            "densities from real usage by itself; remove the field (or set budget.tokenizer to 'utf8_bytes' "
+            "for the pure byte estimate)"
+        )
+    unknown = sorted(set(budget) - FIELDS)
+    if unknown:
+        raise WorkerError(f"budget has unknown field(s): {', '.join(unknown)}; known: {', '.join(sorted(FIELDS))}")
     if budget.get("context_window") is None:
         raise WorkerError("budget.context_window is required: the core has no model capacity table")
     window = _int_field(budget, "context_window", 1, MAX_CONTEXT_WINDOW)
@@ -108,11 +121,6 @@ def parse_policy(budget: object, max_tokens: object) -> Policy:
         raise WorkerError("budget.tool_output_ratio must be greater than 0 (a zero budget would cut every result)")
     threshold = _int_field(budget, "threshold", 1, window)
     image_tokens = _int_field(budget, "image_tokens", 1, window)
-    calibrate = budget.get("calibrate", False)
-    if calibrate is None:
-        calibrate = False
-    if not isinstance(calibrate, bool):
-        raise WorkerError(f"budget.calibrate must be true or false, got {calibrate!r}")
     # round() first: 100000 * 0.02 is 2000.0000000000002 in floating point, which must not become 2001.
     safety_margin = math.ceil(round(window * safety_ratio, 6))
     capacity = window - reserve - safety_margin
@@ -135,7 +143,7 @@ def parse_policy(budget: object, max_tokens: object) -> Policy:
         tool_output_ratio=tool_ratio,
         threshold=threshold,
         image_tokens=image_tokens,
-        calibrate=calibrate,
+        byte_estimator=budget.get("tokenizer") == "utf8_bytes",
         safety_margin=safety_margin,
         capacity=capacity,
         trigger=trigger,

@@ -4,52 +4,66 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from i_protocol import ProtocolError, Worker
+from i_protocol import ProtocolError, Worker, WorkerError
 
 from .__about__ import __version__
-from .estimate import estimate_budget
-from .policy import parse_policy
+from .density import Rates, merged, observation_scales, rates_from_scales
+from .estimate import Observation, estimate_budget
+from .observations import FileStore, MemoryStore, density_path, entry_key
+from .policy import Policy, parse_policy
 
 if TYPE_CHECKING:
     from i_protocol import Request
 
 worker = Worker("budget", __version__, dist_name="i-worker-budget")
+_memory = MemoryStore()
+"""What this process learned when a request names no workspace to keep it in."""
 
 
 @worker.hook("context_budget")
-def context_budget(data: dict[str, Any], request: Request) -> dict[str, Any]:
+def context_budget(data: dict[str, Any], request: Request | None) -> dict[str, Any]:
     """Answer ``context_budget``: the complete input data plus ``budget_result``."""
     policy = parse_policy(data.get("budget"), data.get("max_tokens"))
-    if not policy.calibrate:
+    if policy.byte_estimator:
         outcome = estimate_budget(data, policy=policy)
-        outcome.result["calibration"] = {"enabled": False, "status": "off"}
+        outcome.result["density"] = {"rule": "utf8_bytes", "detail": "budget.tokenizer is 'utf8_bytes'"}
+        outcome.result["provisional"] = False  # the byte estimate is what was asked for
         return {**data, "budget_result": outcome.result}
-    return {**data, "budget_result": _calibrated(data, request, policy)}
+    return {**data, "budget_result": _learning(data, request, policy)}
 
 
-def _calibrated(data: dict[str, Any], request: Request, policy: Any) -> dict[str, Any]:
-    from .calibration import calibration_path, load_calibration, record_observation
-
+def _learning(data: dict[str, Any], request: Request | None, policy: Policy) -> dict[str, Any]:
+    origin = data.get("origin", "")
+    if not isinstance(origin, str):
+        raise WorkerError(f"origin must be a string (the model server's scheme://host:port), got {origin!r}")
     model = data.get("model")
-    try:
-        path = calibration_path(request.state_dir())
-    except ProtocolError as exc:
-        # Without a workspace there is nowhere to learn: plain estimate, and the result says so.
-        outcome = estimate_budget(data, policy=policy)
-        outcome.result["calibration"] = {"enabled": True, "status": "unavailable", "detail": str(exc)}
-        return outcome.result
-    learned = load_calibration(path, model) if isinstance(model, str) else None
-    ratio = learned.ratio if learned is not None and learned.ratio is not None else 1.0
-    outcome = estimate_budget(data, policy=policy, bytes_per_token=ratio, observe=True)
-    info: dict[str, Any] = {
-        "enabled": True,
-        "status": "active" if ratio != 1.0 else "learning",
-        "samples": 0 if learned is None else learned.samples,
-        "bytes_per_token": None if ratio == 1.0 else ratio,
-        "detail": None if learned is None else learned.detail,
-        "observation": None,
-    }
-    if outcome.observation is not None:
-        info["observation"] = record_observation(path, outcome.observation)
-    outcome.result["calibration"] = info
+    key = entry_key(origin, model if isinstance(model, str) else "")
+    store: FileStore | MemoryStore = _memory
+    detail: str | None = None
+    if request is not None:
+        try:
+            store = FileStore(density_path(request.state_dir()))
+        except ProtocolError as exc:
+            detail = f"no workspace state ({exc}); densities are kept in this process only"
+    learned = store.load(key)
+    recorded: list[str] = []
+
+    def learn(observations: list[Observation]) -> Rates:
+        scales = learned.scales
+        for observation in observations:
+            shares = observation_scales(observation.classes, observation.tokens)
+            if all(share is None for share in shares):
+                recorded.append(f"{observation.source}: not learned (too small or implausible)")
+                continue
+            status = store.record(key, observation.key + ":" + observation.source, shares)
+            recorded.append(f"{observation.source}: {status}")
+            if status.startswith("recorded"):
+                scales = merged(scales, shares)
+        learned.scales = scales
+        return rates_from_scales(scales)
+
+    outcome = estimate_budget(data, policy=policy, learn=learn)
+    density = rates_from_scales(learned.scales).describe()
+    density.update(observed=recorded, detail=detail or learned.detail)
+    outcome.result["density"] = density
     return outcome.result
