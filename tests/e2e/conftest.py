@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).parent))  # long_task.py, shared with bench/long_session.py
 
 
 @pytest.fixture

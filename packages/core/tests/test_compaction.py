@@ -301,3 +301,31 @@ def test_invalid_retained_images_commit_nothing(setup):
     assert result.returncode == 5
     assert "retained_images are invalid" in result.stderr
     assert setup.session.read_bytes() == before
+
+
+@pytest.mark.parametrize("cap, sent", [(300, 300), (10**6, 4096)])
+def test_before_compact_caps_the_summary_reply(setup, cap, sent):
+    summary_requests = []
+
+    def step(request):
+        if not request.get("tools"):
+            summary_requests.append(request)
+            return {"text": "<continuation_summary>short</continuation_summary>"}
+        return {"text": "ok"}
+
+    with ScriptedModel([step] * 8) as model:
+        grow(setup, model)
+        setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", max_tokens=cap)
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    body = summary_requests[0]
+    assert body.get("max_completion_tokens", body.get("max_tokens")) == sent  # never above the configured max
+
+
+def test_an_invalid_summary_cap_commits_nothing(setup):
+    with ScriptedModel([{"text": "ok"}] * 5) as model:
+        before = grow(setup, model)
+        setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", max_tokens=0)
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 5 and "max_tokens must be a positive integer" in result.stderr
+    assert setup.session.read_bytes() == before

@@ -89,6 +89,7 @@ def test_init_writes_llama_cpp_n_ctx_and_says_where_from(run_i, dirs, monkeypatc
     assert result.returncode == 0, result.stderr
     config = config_of(dirs["config"])
     assert config["budget"]["context_window"] == 8192
+    assert config["max_tokens"] == 2048  # a quarter of the window at most: the rest is for input
     assert config["base_url"] == server.base_url and config["model"] == "qwen"
     out = result.stdout.decode()
     assert f"budget.context_window 8192 from {server.root}/props (default_generation_settings.n_ctx)" in out

@@ -19,7 +19,7 @@ from i_compact.worker import CANONICAL_BYTES, bounds_for_prefix, worker
 
 RATE = 0.25
 FIXED = 100
-RESERVE = 1000
+RESERVE = 256  # = the smallest planned summary: the allowance is the whole reserve (see the last tests)
 
 
 def call(event: str, data: dict[str, Any], dirs: dict[str, str]) -> dict[str, Any]:
@@ -294,3 +294,47 @@ def test_a_fitted_cut_is_valid_fits_and_never_passes_the_newest_user(
         assert newest is not None and cut <= newest
     if cut != base.cut and choice.info.get("fitsByEstimate") is not False:
         assert budget.candidate(cut) is not None and budget.candidate(cut) <= capacity
+
+
+def test_a_small_window_plans_a_shorter_summary_before_giving_up_keep_recent(dirs: dict[str, str]) -> None:
+    # A 4k-class window: the full reply reserve (1024) does not fit beside the keep_recent suffix,
+    # but 600 tokens do. keep_recent holds; the summary reply is capped and the prompt says so.
+    history = small_history()
+    base = choose_cut(history, 4, None).cut
+    assert base is not None
+    tags = math.ceil(CANONICAL_BYTES * RATE)
+    capacity = FIXED + tags + 600 + suffix_of(history, base)
+    result = budget_result(history, capacity, output_reserve=1024)
+    data = plan(dirs, history, result)
+    assert data["cut"] == base
+    assert data["state"]["summary_max_tokens"] == 600
+    assert data["state"]["lastAttempt"]["reason"] == "recommended"
+    prepared = call("before_compact", {"messages": history[1:base], "cut": base, "state": data["state"],
+                                       "model": "m", "budget": {}}, dirs)["data"]
+    assert prepared["max_tokens"] == 600
+    assert "under 400 words" in prepared["prompt"]
+
+
+def test_the_summary_is_never_planned_below_its_floor(dirs: dict[str, str]) -> None:
+    # Room for only 100 summary tokens at the keep_recent cut: below the floor (256), so the cut
+    # moves later instead of planning a uselessly short summary.
+    history = small_history()
+    base = choose_cut(history, 4, None).cut
+    assert base is not None
+    tags = math.ceil(CANONICAL_BYTES * RATE)
+    capacity = FIXED + tags + 100 + suffix_of(history, base)
+    data = plan(dirs, history, budget_result(history, capacity, output_reserve=1024))
+    assert data["cut"] is None or data["cut"] > base
+    if data["cut"] is not None:
+        assert data["state"]["lastAttempt"]["reason"] == "keep_recent_reduced"
+        assert data["state"].get("summary_max_tokens", 1024) >= 256
+
+
+def test_a_window_with_room_keeps_the_full_reserve_and_no_cap(dirs: dict[str, str]) -> None:
+    history = small_history()
+    data = plan(dirs, history, budget_result(history, 100_000, output_reserve=1024))
+    assert data["cut"] is not None
+    assert "summary_max_tokens" not in data["state"]
+    prepared = call("before_compact", {"messages": history[1:data["cut"]], "cut": data["cut"],
+                                       "state": data["state"], "model": "m", "budget": {}}, dirs)["data"]
+    assert "max_tokens" not in prepared and "words (it is cut off" not in prepared["prompt"]

@@ -223,8 +223,12 @@ class Agent:
             return working, check
         what = "the model server refused the request as too long" if rejection is not None else \
             f"the next request does not fit the context budget ({verdict.explain()})"
-        raise BudgetExhausted(f"{what}, and compaction did not help: {outcome.reason}. "
-                              f"{self._oversize_hint(working, verdict.capacity)}")
+        if outcome.check == "declined":
+            hint = self._oversize_hint(working, verdict.capacity)
+        else:
+            hint = (f"The session on disk ({self.session.path}) is unchanged. `i --runtime compact` tries again; "
+                    "\"mode\": \"local\" in compact.json summarises without a model request.")
+        raise BudgetExhausted(f"{what}, and compaction did not help: {outcome.reason}. {hint}")
 
     def compact(self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *,
                 force: bool = False) -> Outcome:

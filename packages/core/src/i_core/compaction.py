@@ -269,9 +269,10 @@ class Compactor:
         images = prepared.get("summary_images") or []
         if not isinstance(images, list):
             raise CompactionError("summary_reply_invalid", "before_compact summary_images must be a list")
+        cap = self._summary_cap(prepared)
         if chunks is None:
             prompt, messages = self._prepared_request(prepared, "before_compact")
-            return self._send(summary_request(prompt, messages, None, images), "summary")
+            return self._send(summary_request(prompt, messages, None, images), "summary", cap)
         if not isinstance(chunks, list) or not chunks or len(chunks) > MAX_CHUNKS:
             raise CompactionError("summary_reply_invalid", f"before_compact chunks must be a list of 1 to "
                                                            f"{MAX_CHUNKS} prepared requests")
@@ -279,7 +280,7 @@ class Compactor:
         for index, chunk in enumerate(chunks):
             prompt, messages = self._prepared_request(chunk, f"before_compact chunks[{index}]")
             request = summary_request(prompt, messages, summary, images if index == len(chunks) - 1 else None)
-            summary = self._send(request, f"part {index + 1} of {len(chunks)}")
+            summary = self._send(request, f"part {index + 1} of {len(chunks)}", cap)
         assert summary is not None
         return summary
 
@@ -291,14 +292,24 @@ class Compactor:
                                                            "with messages")
         return prompt, messages
 
-    def _send(self, request: list[dict[str, Any]], what: str) -> str:
+    def _summary_cap(self, prepared: dict[str, Any]) -> int | None:
+        """``before_compact``'s ``max_tokens`` for the summary replies (at most the configured max)."""
+        cap = prepared.get("max_tokens")
+        if cap is None:
+            return None
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise CompactionError("summary_reply_invalid", f"before_compact max_tokens must be a positive integer, "
+                                                           f"got {cap!r}")
+        return min(cap, self.config.max_tokens)
+
+    def _send(self, request: list[dict[str, Any]], what: str, max_tokens: int | None = None) -> str:
         # Each summary request must fit too, counted without the (unused) tool schemas.
         check = self.budget.check(request, [], compact=False)
         if check is not None and not check.verdict.fits:
             raise CompactionError("summary_request_over_budget", f"the summary request ({what}) does not fit the "
                                                                  f"context budget: {check.verdict.explain()}")
         self.progress(f"summarising earlier conversation ({what})")
-        reply = self.model.complete(request, [])
+        reply = self.model.complete(request, [], max_tokens=max_tokens)
         if reply.message.get("tool_calls"):
             raise CompactionError("summary_reply_invalid", "the summary reply asked for tool calls; summaries must "
                                                            "be plain text")

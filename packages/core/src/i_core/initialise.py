@@ -112,6 +112,8 @@ def run_init(
             found = discover_context_window(config["base_url"], config["model"], api_key or None, timeout=timeout)
             if found.window is not None:
                 config["budget"] = {"context_window": found.window, **config["budget"]}
+                # The reply's reserve comes out of the window: keep at least three quarters for input.
+                config["max_tokens"] = min(config["max_tokens"], max(1, found.window // 4))
             content = config
             created = _create_exclusive(path, _dumps(content))
             files.append((path, created))

@@ -90,6 +90,8 @@ def before_compact(data: dict, request) -> dict:
         data["prompt"] = conf["prompt"]
     else:
         data["summary"] = conf.get("summary", "summary of earlier work")
+    if conf.get("max_tokens") is not None:
+        data["max_tokens"] = conf["max_tokens"]
     if conf.get("retained_images") is not None:
         data["retained_images"] = conf["retained_images"]
     return data

@@ -35,6 +35,8 @@ _BUDGET_FIELDS = (
     "output_reserve",
     "recommend_compact",
 )
+MIN_SUMMARY_TOKENS = 256
+"""A model summary is never planned smaller than this (or an eighth of the capacity, if larger)."""
 CANONICAL_BYTES = len(canonical(""))
 """The ``<continuation_summary>`` tags around a summary body, in UTF-8 bytes."""
 
@@ -197,6 +199,9 @@ def _planned(
 
     cut = choice.cut
     state["cut"] = cut
+    allowance = _summary_max_tokens(state, choice, budget_result)
+    if allowance is not None:
+        state["summary_max_tokens"] = allowance
     state["sizes"] = {
         "system": sizes[0] if sizes else 0,
         "prefix": sum(sizes[1:cut]),
@@ -227,6 +232,27 @@ def _planned(
     return out
 
 
+def _summary_max_tokens(state: dict[str, Any], choice: Any, budget_result: dict[str, Any] | None) -> int | None:
+    """The summary reply's cap when the plan gave it less than the full reply reserve (model mode)."""
+    if (state.get("policy") or {}).get("mode") != "model" or not isinstance(budget_result, dict):
+        return None
+    planned = ((choice.info or {}).get("chosenCandidate") or (choice.info or {}).get("keepRecentCandidate") or {})
+    allowance = planned.get("summaryAllowance")
+    reserve = budget_result.get("output_reserve")
+    tokens_per_byte = (choice.info or {}).get("tokensPerByte") or 1.0
+    if not _count(allowance) or not _count(reserve):
+        return None
+    cap = allowance - summary_tokens_of_tags(tokens_per_byte)
+    return cap if 0 < cap < reserve else None
+
+
+def summary_tokens_of_tags(tokens_per_byte: float) -> int:
+    """Tokens of the canonical ``<continuation_summary>`` tags at ``tokens_per_byte``."""
+    from .fit import summary_tokens
+
+    return summary_tokens(CANONICAL_BYTES, tokens_per_byte)
+
+
 def _previous_attempt(value: Any, request: Request) -> dict[str, Any] | None:
     """``data.previous_attempt`` validated: ``{"cut": int, "reason": str}`` or absent."""
     if value is None:
@@ -252,9 +278,18 @@ def _fit_budget(config: CompactConfig, budget_result: dict[str, Any] | None, est
         reserve = budget_result.get("output_reserve")
         if not _count(reserve):
             return None
-        # A model summary is at most the reply's max tokens, plus the canonical tags.
-        model_allowance = reserve + summary_tokens(CANONICAL_BYTES, rate)
-        return FitBudget(capacity, estimates, lambda cut: model_allowance)
+        tags = summary_tokens(CANONICAL_BYTES, rate)
+        floor = min(reserve, max(MIN_SUMMARY_TOKENS, capacity // 8))
+
+        def model_allowance(cut: int) -> int:
+            # A model summary is at most its reply's max tokens. In a small window the full reply
+            # reserve may not fit beside the suffix: the summary then gets the room that is left
+            # (never below the floor), and before_compact caps the summary reply at it.
+            suffix = estimates.suffix.get(cut)
+            room = capacity - estimates.fixed_tokens - tags - (suffix if suffix is not None else capacity)
+            return tags + max(floor, min(reserve, room))
+
+        return FitBudget(capacity, estimates, model_allowance)
     prefix = [0] * (len(sizes) + 1)
     for index in range(1, len(sizes)):
         prefix[index + 1] = prefix[index] + sizes[index]
@@ -424,6 +459,7 @@ def _model_route(
     if chunked is not None:
         prepared_messages = chunked.chunks[0]  # one request after shortening a message
     out.pop("chunks", None)
+    prompt = _capped_prompt(prompt, state, out)
     out["prompt"] = prompt
     out["messages"] = prepared_messages
     out["summary_images"] = summary_images
@@ -437,6 +473,22 @@ def _model_route(
     )
     out["state"] = state
     return out
+
+
+SUMMARY_CAP_NOTE = (
+    "\n\nThe context window is small: keep the whole summary under {words} words (it is cut off at "
+    "{tokens} tokens, and a cut-off summary is discarded)."
+)
+
+
+def _capped_prompt(prompt: str, state: dict[str, Any], out: dict[str, Any]) -> str:
+    """Cap the summary reply (``max_tokens``) when the plan gave the summary less than the reserve."""
+    cap = state.get("summary_max_tokens")
+    out.pop("max_tokens", None)
+    if not _count(cap) or cap == 0:
+        return prompt
+    out["max_tokens"] = cap
+    return prompt + SUMMARY_CAP_NOTE.format(words=max(50, cap * 2 // 3), tokens=cap)
 
 
 def _chunked(
@@ -507,7 +559,8 @@ def _chunk_route(
     for key in ("prompt", "messages"):
         out.pop(key, None)
     out["chunks"] = [
-        {"prompt": base_prompt if index == 0 else later, "messages": chunk} for index, chunk in enumerate(parts)
+        {"prompt": _capped_prompt(base_prompt if index == 0 else later, state, out), "messages": chunk}
+        for index, chunk in enumerate(parts)
     ]
     out["summary_images"] = summary_images
     out["retained_images"] = retained_images
