@@ -217,3 +217,40 @@ def test_an_empty_summary_commits_nothing(i, write_config, plugins, project, dir
     assert record["status"] == "failed" and record["reason"] == "invalid_summary_contract", record
     failed = [r for r in results if r.returncode != 0]
     assert failed and "compaction did not help" in failed[-1].stderr  # the session filled up and said why
+
+
+def _inflate(project: Path, name: str, megabytes: float) -> int:
+    """Grow a saved session to about ``megabytes`` of real text (as a very long task would)."""
+    path = project / ".i" / "sessions" / f"{name}.json"
+    doc = orjson.loads(path.read_bytes())
+    task = LongTask("english", seed=3, note_bytes=20_000)
+    turn = 0
+    while path.stat().st_size < megabytes * 1e6:
+        for _ in range(200):
+            doc["messages"] += [{"role": "user", "content": task.note(turn)},
+                                {"role": "assistant", "content": f"Done with turn {turn}; noted."}]
+            turn += 1
+        doc["meta"].pop("usage_anchor", None)
+        path.write_bytes(orjson.dumps(doc))
+    return len(doc["messages"])
+
+
+def test_compact_on_demand_works_on_a_huge_session_and_says_when_it_is_too_big(i, write_config, plugins, project,
+                                                                              dirs):
+    plugins("compact")
+    (dirs["config"] / "compact.json").write_bytes(orjson.dumps({"keep_recent": 4, "mode": "local"}))
+    with ScriptedModel([{"text": "ok"}] * 4) as model:
+        write_config(model.base_url, max_tokens=1024, budget={"context_window": 1_000_000})
+        assert i("-C", str(project), "--session-name", "big", "hello").returncode == 0
+        assert i("-C", str(project), "--session-name", "huge", "hello").returncode == 0
+    _inflate(project, "big", 20)
+    result = i("--runtime", "compact", "-C", str(project), "--session-name", "big")
+    assert result.returncode == 0, result.stderr
+    assert "compacted" in result.stdout
+    assert (project / ".i" / "sessions" / "big.json").stat().st_size < 1_000_000
+    _inflate(project, "huge", 51)
+    before = (project / ".i" / "sessions" / "huge.json").read_bytes()
+    result = i("--runtime", "compact", "-C", str(project), "--session-name", "huge")
+    assert result.returncode == 1
+    assert "more than the 48 MiB frame" in result.stdout and "Traceback" not in result.stderr
+    assert (project / ".i" / "sessions" / "huge.json").read_bytes() == before

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import orjson
+
 from .budget import Budget, BudgetCheck
 from .config import ApiConfig
 from .errors import CoreError, ModelError, WorkerFailure
@@ -34,6 +36,8 @@ SUMMARY_SO_FAR_INTRO = (
 )
 MAX_AFTER_COMPACT_ROUNDS = 4
 """``after_compact`` may ask for further summary requests; the transaction fails after this many rounds."""
+FRAME_HEADROOM = 1 << 20
+"""Room in a frame for what travels with the history (budget output, state, request context)."""
 MAX_CHUNKS = 64
 """A ``before_compact`` that splits a prefix into more summary requests than this is refused."""
 
@@ -137,6 +141,7 @@ class Compactor:
         """Try to compact ``history``; never raises for a declined or failed attempt."""
         outcome = Outcome(committed=False, history=history)
         try:
+            _check_frame_size(history)
             if check is None:
                 check = self.budget.check(history, self.tools, force=force)
             before = check.verdict.comparable_estimate if check is not None else None
@@ -334,6 +339,21 @@ class Compactor:
                 and now.estimate >= before.estimate:
             raise CompactionError("not_reducing", f"the compacted history is not smaller in tokens (estimate "
                                                   f"{now.estimate} >= the anchored {before.estimate})")
+
+
+def _check_frame_size(history: list[dict[str, Any]]) -> None:
+    """Every compaction hook receives the whole history in one frame (at most 48 MiB)."""
+    from i_protocol import MAX_FRAME_BYTES
+
+    try:
+        size = len(orjson.dumps(history))
+    except TypeError:  # a lone surrogate (kept losslessly in sessions): measure it the slow way
+        size = len(repr(history).encode("utf-8", "surrogatepass"))
+    if size + FRAME_HEADROOM > MAX_FRAME_BYTES:
+        raise CompactionError("too_large", f"the history is {size / 2**20:.1f} MiB, more than the "
+                                           f"{MAX_FRAME_BYTES // 2**20} MiB frame every compaction hook must "
+                                           "receive it in; it cannot be compacted. Start a new session (the "
+                                           "session file and its backups stay as they are)")
 
 
 def describe(outcome: Outcome) -> str:
