@@ -699,13 +699,14 @@ def test_tool_output_bytes_follow_the_learned_density(local):
     assert learned["bytes_per_token"] == result["bytes_per_token"]
     assert learned["per_call_bytes"] == int(2_560 * learned["bytes_per_token"])
     # A prose request is ~4.4 real bytes a token here, but the first whole request (2.7 KB of tool
-    # schemas: dense JSON) sets the word rate while it is among the 16 kept scales: ~3.2 bytes a token.
+    # schemas: dense JSON) sets the word rate while it is among the kept scales: ~3.2 bytes a token.
     assert learned["per_call_bytes"] >= 3 * 2_560
     assert learned["per_call_chars"] == learned["per_call_bytes"] // 4
-    # Once it aged out, prose is ~4.3 bytes a token with the margin: a 10 KB file read arrives whole.
-    session.run(16)
+    # Once it aged out (KEEP_SCALES observations later), prose is ~4.3 bytes a token with the
+    # margin: a 10 KB file read arrives whole.
+    session.run(KEEP_SCALES)
     later = local(request(session.history, session.usage, budget=window, pending_tool_calls=1))
-    assert later["density"]["classes"]["word"]["observations"] == 16
+    assert later["density"]["classes"]["word"]["observations"] == KEEP_SCALES
     assert later["tool_output_budget"]["per_call_bytes"] >= 10_240
 
 
