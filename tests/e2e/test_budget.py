@@ -47,3 +47,28 @@ def test_usage_anchor_is_used_on_the_next_request(i, write_config, plugins, proj
         assert anchor["prefix_fingerprint"].startswith("sha256:")
         result = i("-C", str(project), "--session-name", "s", "again")
     assert result.returncode == 0, result.stderr
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 200
+
+
+def test_an_image_without_a_planned_cost_fails_with_the_budgets_own_reason(i, write_config, plugins, project):
+    (project / "shot.png").write_bytes(PNG)
+    plugins("compact")
+    steps = [{"tool_calls": [{"name": "view_image", "arguments": {"path": "shot.png"}}]}, {"text": "never"}]
+    with ScriptedModel(steps, context_window=32_000) as model:
+        write_config(model.base_url, budget={"context_window": 32_000})
+        result = i("-C", str(project), "look at shot.png")
+    assert result.returncode == 5, result.stderr
+    assert "set budget.image_tokens" in result.stderr  # the budget's reason, not only "not_recommended"
+    assert len(model.requests) == 1  # the image never went out unplanned
+
+
+def test_a_missing_context_window_is_the_budget_workers_error(i, write_config, plugins, project):
+    plugins("budget")
+    with ScriptedModel([{"text": "never"}]) as model:
+        write_config(model.base_url, budget={})
+        result = i("-C", str(project), "hello")
+    assert result.returncode == 6, result.stderr
+    assert "budget.context_window is required" in result.stderr and "i --runtime init" in result.stderr
+    assert model.requests == []

@@ -18,10 +18,10 @@ def responder(summaries: list[dict]):
         if not request.get("tools"):
             summaries.append(request)
             return {"text": "<continuation_summary>\n## Latest user request\nkeep counting turns\n"
-                            "## Next step\nanswer the next turn\n</continuation_summary>", "usage": "omit"}
+                            "## Next step\nanswer the next turn\n</continuation_summary>"}
         turn = sum(1 for m in messages if m.get("role") == "user")
-        # No usage: the budget falls back to its byte estimate, which makes the trigger predictable.
-        return {"text": f"noted turn {turn}", "usage": "omit"}
+        # Usage is counted by content (~4 bytes a token here), as a real server reports it.
+        return {"text": f"noted turn {turn}"}
 
     return step
 
@@ -45,8 +45,8 @@ def test_long_session_compacts_and_keeps_going(i, write_config, plugins, project
     plugins("compact")
     (dirs["config"] / "compact.json").write_bytes(orjson.dumps({"keep_recent": 2, "mode": mode}))
     summaries: list[dict] = []
-    with ScriptedModel([responder(summaries)] * 60) as model:
-        write_config(model.base_url, max_tokens=256, budget={"context_window": 20000})
+    with ScriptedModel([responder(summaries)] * 60, context_window=6000) as model:
+        write_config(model.base_url, max_tokens=256, budget={"context_window": 6000})
         results = run_turns(i, project, 20)
     assert all(r.returncode == 0 for r in results), results[-1].stderr
     saved = session(project)["messages"]
@@ -75,11 +75,11 @@ def test_summary_with_tool_calls_commits_nothing(i, write_config, plugins, proje
 
     def step(request: dict) -> dict:
         if not request.get("tools"):
-            return {"tool_calls": [{"name": "shell", "arguments": {"command": "rm -rf /"}}], "usage": "omit"}
-        return {"text": "ok", "usage": "omit"}
+            return {"tool_calls": [{"name": "shell", "arguments": {"command": "rm -rf /"}}]}
+        return {"text": "ok"}
 
-    with ScriptedModel([step] * 60) as model:
-        write_config(model.base_url, max_tokens=256, budget={"context_window": 20000})
+    with ScriptedModel([step] * 60, context_window=6000) as model:
+        write_config(model.base_url, max_tokens=256, budget={"context_window": 6000})
         results = run_turns(i, project, 30)
     failed = results[-1]
     assert failed.returncode == 5, failed.stderr

@@ -215,7 +215,9 @@ class Agent:
             return outcome.history, outcome.after
         if verdict.fits and rejection is None:
             return working, check  # over the trigger but still fits: go on, the failure is on record
-        if verdict.provisional and rejection is None and outcome.check == "declined":
+        unplanned = (verdict.raw.get("images") or {}).get("unplanned") if isinstance(verdict.raw.get("images"), dict) \
+            else None
+        if verdict.provisional and rejection is None and outcome.check == "declined" and not unplanned:
             # Nothing of this model's density is known yet (the byte estimate is several times the
             # real count) and there is nothing to compact: let the server count. A refusal is
             # recovered (learned, compacted) once; a compaction that failed still fails the turn.

@@ -98,7 +98,11 @@ def parse_policy(budget: object, max_tokens: object) -> Policy:
     if unknown:
         raise WorkerError(f"budget has unknown field(s): {', '.join(unknown)}; known: {', '.join(sorted(FIELDS))}")
     if budget.get("context_window") is None:
-        raise WorkerError("budget.context_window is required: the core has no model capacity table")
+        raise WorkerError(
+            "budget.context_window is required: set it in config.json to the model's context size in tokens "
+            "(`i --runtime init --base-url URL` asks a llama.cpp or vLLM server for it); the core has no model "
+            "capacity table"
+        )
     window = _int_field(budget, "context_window", 1, MAX_CONTEXT_WINDOW)
     assert window is not None
     reserve = _int_field(budget, "output_reserve", 0, window)
