@@ -110,7 +110,8 @@ class LongTask:
         """The scripted model: summaries for summary requests, a read when asked, else a short answer."""
         messages = request.get("messages") or []
         if not request.get("tools"):
-            return {"text": self.summary(messages)}
+            cap = request.get("max_completion_tokens") or request.get("max_tokens")
+            return {"text": self.summary(messages, cap if isinstance(cap, int) else None)}
         last = messages[-1] if messages else {}
         content = last.get("content") if isinstance(last.get("content"), str) else ""
         if last.get("role") == "user":
@@ -128,15 +129,29 @@ class LongTask:
         turn = re.match(r"Turn (\d+)", content)
         return {"text": f"Done with turn {turn.group(1) if turn else '?'}; noted."}
 
-    def summary(self, messages: list[dict[str, Any]]) -> str:
-        """A diligent model's summary: every id and path of the transcript and the summary so far."""
+    def summary(self, messages: list[dict[str, Any]], cap: int | None = None) -> str:
+        """A diligent model's summary: every id and path of the transcript and the summary so far.
+
+        Like a capable model, it stays within ``cap`` output tokens (the request's max tokens):
+        when every id does not fit, the oldest go first and the summary says how many.
+        """
+        from i_core.scripted import reference_tokens
+
         text = "\n".join(str(m.get("content")) for m in messages)
         ids = sorted(set(_ID.findall(text)), key=lambda s: int(s.split("-")[2]))
         paths = sorted(set(_PATH.findall(text)))
-        lines = ["<continuation_summary>", "## Latest user request", "continue recording notes",
-                 "## Recorded ids", *(f"- {i}" for i in ids), "## Files", *(f"- {p}" for p in paths),
-                 "## Next step", "answer the next turn", "</continuation_summary>"]
-        return "\n".join(lines)
+
+        def render(kept: list[str]) -> str:
+            dropped = [f"- ({len(ids) - len(kept)} older ids omitted)"] if len(kept) < len(ids) else []
+            return "\n".join(["<continuation_summary>", "## Latest user request", "continue recording notes",
+                              "## Recorded ids", *dropped, *(f"- {i}" for i in kept), "## Files",
+                              *(f"- {p}" for p in paths), "## Next step", "answer the next turn",
+                              "</continuation_summary>"])
+
+        kept = ids
+        while cap is not None and kept and reference_tokens(render(kept)) > cap:
+            kept = kept[max(1, len(kept) // 10):]
+        return render(kept)
 
 
 def kept(task: LongTask, session_messages: list[dict[str, Any]], turns: int) -> tuple[int, int]:

@@ -771,3 +771,24 @@ def test_the_command_line_enforces_a_context_window(tmp_path: Path) -> None:
         timeout=30,
     )
     assert result.returncode == 2 and "--context-window must be a positive" in result.stderr
+
+
+def test_a_reply_longer_than_max_tokens_is_cut_and_finishes_with_length():
+    import httpx
+
+    from i_core.scripted import ScriptedModel, reference_tokens
+
+    long_text = "word " * 400
+    with ScriptedModel([{"text": long_text}, {"text": long_text}, {"text": "short"}]) as model:
+        url = model.base_url + "/chat/completions"
+        base = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        cut = httpx.post(url, json={**base, "max_tokens": 50}).json()
+        whole = httpx.post(url, json=base).json()
+        short = httpx.post(url, json={**base, "max_completion_tokens": 50}).json()
+    text = cut["choices"][0]["message"]["content"]
+    assert cut["choices"][0]["finish_reason"] == "length"
+    assert reference_tokens(text) == 50 and long_text.startswith(text)
+    assert cut["usage"]["completion_tokens"] == 50
+    assert whole["choices"][0]["finish_reason"] == "stop"
+    assert whole["choices"][0]["message"]["content"] == long_text
+    assert short["choices"][0]["finish_reason"] == "stop"

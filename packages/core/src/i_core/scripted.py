@@ -24,7 +24,9 @@ test sees the density a real server reports:
   call 3 + name + arguments, plus for each tool schema 8 + the tokens of its compact JSON (the
   ``function`` object for OpenAI tools, the tool object for Anthropic; ``cache_control`` dropped).
   An Anthropic ``system`` counts as one more message (4 + its text).
-- Output tokens: the reply text + reasoning + each tool call's name and arguments, at least 1.
+- Output tokens: the reply text + reasoning + each tool call's name and arguments, at least 1. A
+  text longer than the request's ``max_completion_tokens``/``max_tokens`` is cut at that many
+  tokens and finishes with ``length``, as a real server does.
 
 A step's ``"usage": "omit"`` sends no usage at all; a usage object is sent as is.
 
@@ -563,9 +565,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif step.get("body_bytes"):
             self._send_huge(int(step["body_bytes"]), stream)
         elif stream:
+            step = _capped(request, step)
             events = _openai_chunks if kind == "openai" else _anthropic_events
             self._send_sse(events(request, step, prompt), extra)
         else:
+            step = _capped(request, step)
             build = _openai_body if kind == "openai" else _anthropic_body
             self._send_json(200, build(request, step, prompt), extra)
 
@@ -759,6 +763,27 @@ def _last(request: dict[str, Any], what: str) -> str:
             if text:
                 return text
     return ""
+
+
+def _capped(request: dict[str, Any], step: dict[str, Any]) -> dict[str, Any]:
+    """The step as a real server delivers it: a text longer than the requested output is cut there.
+
+    A reply whose text counts more tokens than ``max_completion_tokens`` / ``max_tokens`` is cut at
+    that many tokens (``reference_tokens``) and finishes with ``length``, as real servers do; a step
+    with an explicit ``finish_reason`` or tool calls is sent as scripted.
+    """
+    cap = requested_output_tokens(request)
+    text = _text(request, step)
+    if cap is None or not text or step.get("finish_reason") or step.get("tool_calls") or reference_tokens(text) <= cap:
+        return step
+    low, high = 0, len(text)
+    while low < high:  # the longest prefix that fits the cap
+        middle = (low + high + 1) // 2
+        if reference_tokens(text[:middle]) <= cap:
+            low = middle
+        else:
+            high = middle - 1
+    return {**step, "text": text[:low], "finish_reason": "length"}
 
 
 def _text(request: dict[str, Any], step: dict[str, Any]) -> str:
