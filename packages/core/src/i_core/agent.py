@@ -272,26 +272,40 @@ class Agent:
     # -- tools ----------------------------------------------------------------------------
 
     def _run_tools(self, working: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # Images go into a user-role message after the results: only checked image_url parts, rebuilt
+        # to hold nothing but their URL, may enter it. Anything else makes that call's result a tool
+        # error (its text kept); the rest of the batch stands.
+        from .tools import MAX_IMAGES_PER_BATCH, ToolError, tool_images
+
         check = self.budget.check(working, self.tool_schemas, pending_tool_calls=len(calls), compact=False)
         limit = tool_output_limit(check, DEFAULT_TOOL_OUTPUT_BYTES)
         results: list[dict[str, Any]] = []
         images: list[dict[str, Any]] = []
+        attached = 0
         for call in calls:
             output, call_images = self._run_tool(call)
             output = truncate_utf8(output, limit)
-            results.append({"role": "tool", "tool_call_id": call["id"], "content": output})
+            parts: list[dict[str, Any]] = []
+            problem = None
             if call_images:
+                try:
+                    parts = tool_images(call_images)
+                except ToolError as exc:
+                    problem = str(exc)
+                if attached + len(parts) > MAX_IMAGES_PER_BATCH:
+                    problem = (f"{len(parts)} images, over the limit of {MAX_IMAGES_PER_BATCH} per batch "
+                               f"({attached} already attached); they were dropped")
+                    parts = []
+            if problem is not None:
+                name = call["function"]["name"]
+                output += f"\n\nerror: tool {name} returned {problem}; its text output is kept above"
+            results.append({"role": "tool", "tool_call_id": call["id"], "content": output})
+            if parts:
+                attached += len(parts)
                 images.append({"type": "text", "text": f"Images returned by tool call {call['id']}:"})
-                images.extend(call_images)
+                images.extend(parts)
         if images:
-            from .tools import check_images
-
-            try:
-                check_images([part for part in images if part.get("type") == "image_url"])
-            except Exception as exc:
-                results[-1]["content"] += f"\n[images dropped: {exc}]"
-            else:
-                results.append({"role": "user", "content": images})
+            results.append({"role": "user", "content": images})
         return results
 
     def _run_tool(self, call: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -333,7 +347,8 @@ class Agent:
             output = answer.get("output")
             if not isinstance(output, str):
                 return self._after_tool(call, name, f"error: tool {name} returned no text output", [], True)
-            return self._after_tool(call, name, output, list(answer.get("images") or []), False)
+            images = answer.get("images")  # checked (and refused unless image parts) by _run_tools
+            return self._after_tool(call, name, output, [] if images is None else images, False)
         except ToolError as exc:
             return self._after_tool(call, name, f"error: {exc}", [], True)
         except WorkerFailure as exc:

@@ -82,18 +82,16 @@ def summary_message(summary: str, images: list[dict[str, Any]] | None = None) ->
 
 def _retained_images(prepared: dict[str, Any]) -> list[dict[str, Any]]:
     """``retained_images`` of ``before_compact``: image parts checked like any tool image."""
-    images = prepared.get("retained_images") or []
-    if not isinstance(images, list) or not all(isinstance(part, dict) for part in images):
-        raise CompactionError("invalid_candidate", "before_compact retained_images must be a list of image parts")
+    images = prepared.get("retained_images")
     if not images:
         return []
-    from .tools import check_images
+    from .tools import ToolError, tool_images
 
     try:
-        check_images(images)
-    except Exception as exc:  # the tools' image check raises ToolError with a reason
-        raise CompactionError("invalid_candidate", f"before_compact retained_images are invalid: {exc}") from None
-    return images
+        return tool_images(images)  # image parts only, rebuilt to hold nothing but their checked URL
+    except ToolError as exc:
+        raise CompactionError("invalid_candidate", f"before_compact retained_images are invalid: it returned "
+                                                   f"{exc}") from None
 
 
 def render_transcript(messages: list[dict[str, Any]]) -> str:

@@ -1,12 +1,12 @@
 """The core's built-in tools: ``read``, ``write``, ``edit``, ``glob``, ``search``, ``shell``, ``view_image``.
 
 The agent loop calls ``prepare`` (validation, summary, snapshot) before asking for approval and
-``execute`` after it. ``check_image``/``check_images`` validate images from any tool.
+``execute`` after it. ``check_image``/``check_images``/``tool_images`` validate images from any tool.
 """
 
 from .contract import APPROVAL_TOKEN_ENV, Prepared, Snapshot, ToolContext, ToolError, ToolResult, normal_env
 from .dispatch import FREE_TOOLS, execute, prepare
-from .images import MAX_IMAGE_BYTES, MAX_IMAGES_PER_BATCH, check_image, check_images
+from .images import MAX_IMAGE_BYTES, MAX_IMAGES_PER_BATCH, check_image, check_images, tool_images
 from .schemas import BUILTIN_SCHEMAS
 
 BUILTIN_NAMES = frozenset(schema["name"] for schema in BUILTIN_SCHEMAS)
@@ -28,4 +28,5 @@ __all__ = [
     "execute",
     "normal_env",
     "prepare",
+    "tool_images",
 ]

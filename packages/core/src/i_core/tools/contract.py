@@ -11,6 +11,8 @@ from typing import Any
 APPROVAL_TOKEN_ENV = "I_APPROVAL_TOKEN"
 DEFAULT_MAX_OUTPUT_CHARS = 200_000
 DEFAULT_SHELL_TIMEOUT = 120.0
+# Seconds a whole ``search`` or ``glob`` call may take (the model's pattern decides its cost): deadline.py.
+DEFAULT_PATTERN_DEADLINE = 5.0
 
 
 class ToolError(Exception):
@@ -30,6 +32,7 @@ class ToolContext:
     env: dict[str, str] = field(default_factory=normal_env)
     shell_timeout: float = DEFAULT_SHELL_TIMEOUT
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    pattern_deadline: float = DEFAULT_PATTERN_DEADLINE
 
     def __post_init__(self) -> None:
         # Relative arguments resolve against this, so it must be absolute and normalised once.

@@ -107,10 +107,11 @@ def prepare_write(arguments: object, ctx: ToolContext) -> Prepared:
     if mode is not None and not stat.S_ISREG(mode):
         raise ToolError(f"write: {shown}: not a regular file")
     snapshot = take_snapshot(target)
+    where = destination(path, shown, ctx.workspace)
     if snapshot.exists:
-        summary = f"write {shown}: overwrite ({snapshot.size} -> {len(data)} bytes)"
+        summary = f"write {where}: overwrite ({snapshot.size} -> {len(data)} bytes)"
     else:
-        summary = f"write {shown}: create ({len(data)} bytes)"
+        summary = f"write {where}: create ({len(data)} bytes)"
 
     def run(c: ToolContext) -> ToolResult:
         current = _unchanged_bytes("write", shown, target, snapshot)
@@ -150,7 +151,7 @@ def prepare_edit(arguments: object, ctx: ToolContext) -> Prepared:
         )
     replaced = count if replace_all else 1
     snapshot = _snapshot_of(target, data)
-    summary = f"edit {shown}: replace {plural(replaced, 'occurrence')}"
+    summary = f"edit {destination(path, shown, ctx.workspace)}: replace {plural(replaced, 'occurrence')}"
 
     def run(c: ToolContext) -> ToolResult:
         current = _unchanged_bytes("edit", shown, target, snapshot)
@@ -161,6 +162,20 @@ def prepare_edit(arguments: object, ctx: ToolContext) -> Prepared:
         return ToolResult(f"edited {shown}: replaced {plural(replaced, 'occurrence')}")
 
     return Prepared("edit", dict(args.values), summary, path, snapshot, run)
+
+
+def destination(path: Path, shown: str, workspace: Path) -> str:
+    """Where a write to ``path`` lands, for the approval prompt: ``shown``, plus `` -> TARGET`` when
+    symlinks (of the file or of a folder on the way) send it elsewhere, plus
+    ``(outside the workspace!)`` when the bytes would land outside the workspace."""
+    real = Path(os.path.realpath(path))
+    # The workspace's own path may run through a symlink (/tmp -> /private/tmp); that is not a redirect.
+    real_workspace = Path(os.path.realpath(workspace))
+    real_shown = display(real, real_workspace)
+    where = shown if real_shown == shown else f"{shown} -> {real_shown}"
+    if not real.is_relative_to(real_workspace):
+        where += " (outside the workspace!)"
+    return where
 
 
 def take_snapshot(path: Path) -> Snapshot:

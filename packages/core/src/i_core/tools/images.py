@@ -11,6 +11,7 @@ from typing import Any
 from .arguments import Arguments
 from .contract import Prepared, ToolContext, ToolError, ToolResult
 from .paths import display, resolve
+from .text import printable
 
 MAX_IMAGE_BYTES = 8 * 1024 * 1024
 MAX_IMAGES_PER_BATCH = 8
@@ -72,11 +73,49 @@ def check_images(images: object) -> None:
     for index, part in enumerate(images):
         url = _part_url(part)
         if url is None:
-            raise ToolError(f'images[{index}]: expected {{"type": "image_url", "image_url": {{"url": ...}}}}')
+            expected = '{"type": "image_url", "image_url": {"url": ...}}'
+            raise ToolError(f"images[{index}]: expected {expected}, got an entry {_kind(part)}")
         try:
             check_image(url)
         except ToolError as exc:
             raise ToolError(f"images[{index}]: {exc}")
+
+
+def tool_images(images: object) -> list[dict[str, Any]]:
+    """One tool result's ``images`` as fresh ``image_url`` parts holding only the checked URL.
+
+    Anything but image parts is refused: the parts go into a user-role message, so a text entry
+    would put the tool's words in the user's mouth. The ``ToolError`` reads after "tool X returned".
+    """
+    if not isinstance(images, list):
+        raise ToolError(f"images as {type(images).__name__}, not a list; only a list of image_url parts is accepted")
+    if len(images) > MAX_IMAGES_PER_BATCH:
+        raise ToolError(f"{len(images)} images; at most {MAX_IMAGES_PER_BATCH} per result are accepted")
+    parts: list[dict[str, Any]] = []
+    for index, part in enumerate(images):
+        if not isinstance(part, dict) or part.get("type") != "image_url":
+            raise ToolError(f"an images entry {_kind(part)}; only image_url parts are accepted")
+        url = _part_url(part)
+        if url is None:
+            raise ToolError(f'an image_url entry without {{"image_url": {{"url": ...}}}} (images[{index}])')
+        try:
+            check_image(url)
+        except ToolError as exc:
+            raise ToolError(f"an invalid image (images[{index}]: {exc})")
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
+
+
+def _kind(part: object) -> str:
+    """How a refused images entry is named: ``of type 'text'``, ``that is a str``."""
+    if not isinstance(part, dict):
+        return f"that is a {type(part).__name__}, not an object"
+    kind = part.get("type")
+    if kind is None:
+        return "without a type"
+    if isinstance(kind, str) and len(kind) > 40:
+        kind = kind[:40] + "..."
+    return f"of type {printable(repr(kind))}"
 
 
 def _part_url(part: Any) -> object | None:

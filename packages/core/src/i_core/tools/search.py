@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .arguments import Arguments
 from .contract import Prepared, ToolContext, ToolError, ToolResult
+from .deadline import seconds_text, within_deadline
 from .globbing import compile_glob
 from .paths import display, resolve
 from .text import cut_tail, plural, printable
@@ -31,6 +32,24 @@ class _Query:
     glob_on_name: bool
 
 
+class _Progress:
+    """Where a search is, for the message when its deadline stops it."""
+
+    def __init__(self) -> None:
+        self.file: str | None = None
+        self.walk: Walk | None = None
+
+    def expired(self, ctx: ToolContext) -> str:
+        where = ""
+        if self.file is not None:
+            walked = self.walk.files_walked if self.walk is not None else 1
+            where = f" (stopped while searching {self.file}, {plural(walked, 'file')} walked)"
+        return (
+            f"search: the pattern did not finish within {seconds_text(ctx.pattern_deadline)} s "
+            f"(catastrophic backtracking?); simplify it, or narrow the path{where}"
+        )
+
+
 def prepare_search(arguments: object, ctx: ToolContext) -> Prepared:
     """Validate a ``search`` call: ``pattern`` plus optional ``path``, ``glob``, ``regex``, ``case_sensitive``."""
     args = Arguments("search", arguments, ("pattern", "path", "glob", "regex", "case_sensitive"))
@@ -43,7 +62,16 @@ def prepare_search(arguments: object, ctx: ToolContext) -> Prepared:
     summary = f"search {printable(pattern)!r} in {display(root, ctx.workspace)}" + (
         f" ({printable(glob)})" if glob else ""
     )
-    return Prepared("search", dict(args.values), summary, root, None, lambda c: _search(pattern, root, query, c))
+    values = dict(args.values)
+
+    def run(c: ToolContext) -> ToolResult:
+        # The deadline covers the whole call: the walk, the whole-file pre-check and every line.
+        progress = _Progress()
+        return within_deadline(
+            "search", values, c, lambda: _search(pattern, root, query, c, progress), lambda: progress.expired(c)
+        )
+
+    return Prepared("search", values, summary, root, None, run)
 
 
 def _query(pattern: str, use_regex: bool, case_sensitive: bool, glob: str | None) -> _Query:
@@ -66,7 +94,7 @@ def _query(pattern: str, use_regex: bool, case_sensitive: bool, glob: str | None
     return _Query(line, whole, literal, glob_re, glob is not None and "/" not in glob)
 
 
-def _search(pattern: str, root: Path, query: _Query, ctx: ToolContext) -> ToolResult:
+def _search(pattern: str, root: Path, query: _Query, ctx: ToolContext, progress: _Progress) -> ToolResult:
     shown_root = display(root, ctx.workspace)
     try:
         mode = os.stat(root).st_mode
@@ -77,9 +105,10 @@ def _search(pattern: str, root: Path, query: _Query, ctx: ToolContext) -> ToolRe
         raise ToolError(f"search: {shown_root}: not a regular file or directory")
     if stat.S_ISREG(mode):
         # One named file: searched even if hidden; binary and oversized files still are not.
+        progress.file = shown_root
         _search_file(str(root), shown_root, query, results, MAX_ENTRIES)
         return _answer(pattern, shown_root, results, 1, [], ctx)
-    walk = Walk(str(root))
+    walk = progress.walk = Walk(str(root))
     prefix = "" if shown_root == "." else shown_root.rstrip("/") + "/"
     full = False
     for relative, entry in walk.files():
@@ -87,7 +116,8 @@ def _search(pattern: str, root: Path, query: _Query, ctx: ToolContext) -> ToolRe
             target = entry.name if query.glob_on_name else relative
             if not query.glob.fullmatch(target):
                 continue
-        if not _search_file(entry.path, prefix + printable(relative), query, results, MAX_ENTRIES):
+        shown = progress.file = prefix + printable(relative)
+        if not _search_file(entry.path, shown, query, results, MAX_ENTRIES):
             full = True
             break
     return _answer(pattern, shown_root, results, walk.files_walked, limit_notes(walk, full), ctx)
