@@ -85,3 +85,38 @@ def test_console_on_a_tty(dirs, project, tmp_path):
         os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 0
     assert model.requests[0].body["messages"][-1]["content"] == "say hello"
+
+
+def test_a_failed_save_is_a_session_error_and_keeps_the_last_checkpoint(tmp_path, monkeypatch):
+    import errno
+
+    import i_core.session as session_module
+
+    session = open_session(tmp_path / "s.json", "/w", WID)
+    first = [{"role": "system", "content": "sys"}]
+    session.write(first)
+
+    def full(path, data, mode=0o600, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / ".s.json.1.abcdef012345.tmp"))
+
+    monkeypatch.setattr(session_module, "atomic_write_bytes", full)
+    with pytest.raises(SessionError, match=r"s\.json: cannot save the session: .*No space left on device; the file "
+                                           r"on disk is unchanged"):
+        session.write([*first, {"role": "user", "content": "more"}])
+    assert session.messages == first  # what is in memory is what is on disk
+    session.close()
+    assert loads_safe((tmp_path / "s.json").read_bytes())["messages"] == first
+
+
+def test_a_private_session_is_locked_at_its_first_save_and_a_named_one_at_open(tmp_path):
+    named = open_session(tmp_path / "named.json", "/w", WID)
+    assert (tmp_path / "named.json.lock").exists()
+    named.close()
+    private = open_session(tmp_path / "private.json", "/w", WID, private=True)
+    assert not (tmp_path / "private.json.lock").exists()
+    private.write([{"role": "system", "content": "sys"}])
+    assert (tmp_path / "private.json.lock").exists()
+    with pytest.raises(SessionError, match="in use by another i process"):
+        open_session(tmp_path / "private.json", "/w", WID)
+    private.close()
+    open_session(tmp_path / "private.json", "/w", WID, private=True).close()  # it exists now: locked at open

@@ -18,7 +18,7 @@ import orjson
 from .budget import Budget, BudgetCheck, tool_output_limit, truncate_utf8
 from .compaction import Compactor, Outcome
 from .config import ApiConfig
-from .errors import BudgetExhausted, ContextTooLong, CoreError, ModelError, WorkerFailure
+from .errors import BudgetExhausted, ContextTooLong, CoreError, ModelError, SessionError, WorkerFailure
 from .history import HistoryError, check_tool_calls, validate_history
 from .model import ModelClient
 from .runtime import Runtime
@@ -87,14 +87,24 @@ class Agent:
             self.history = [{"role": "system", "content": prompt}]
             return
         messages = self.session.messages
-        if self.hooks.has("session_load"):
-            messages = self.hooks.run("session_load", {"messages": messages, "path": str(self.session.path)}).get(
-                "messages", messages)
         try:
             validate_history(messages)
         except HistoryError as exc:
-            raise ModelError(f"{self.session.path}: the saved history is invalid: {exc}") from None
+            raise SessionError(f"{self.session.path}: the saved history is invalid: {exc}") from None
+        if self.hooks.has("session_load"):
+            messages = self.hooks.run("session_load", {"messages": messages, "path": str(self.session.path)}).get(
+                "messages", messages)
+            self._check_hook_history("session_load", messages, "the session was not loaded")
         self.history = list(messages)
+
+    def _check_hook_history(self, event: str, messages: object, consequence: str) -> None:
+        """A history a hook returned must be valid; an invalid one names the hook (exit 6)."""
+        try:
+            validate_history(messages)
+        except HistoryError as exc:
+            labels = ", ".join(hook.module or hook.exec.argv[0] for hook in self.hooks.subscribers(event))
+            raise WorkerFailure(f"{event} hook(s) {labels} returned an invalid history: {exc}; {consequence}") \
+                from None
 
     def _system_prompt(self) -> str:
         from .bundled.prompts import DEFAULT_SYSTEM_PROMPT
@@ -113,6 +123,8 @@ class Agent:
         path = str(self.session.path)
         if self.hooks.has("before_save"):
             messages = self.hooks.run("before_save", {"messages": messages, "path": path}).get("messages", messages)
+            self._check_hook_history("before_save", messages,
+                                     "nothing was saved, the last checkpoint is unchanged")
         validate_history(messages)
         self.session.write(list(messages))
         if self.hooks.has("after_save"):

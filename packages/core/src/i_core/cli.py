@@ -1,9 +1,18 @@
-"""The `i` command line: runtime commands and (see agent) the console."""
+"""The `i` command line: runtime commands and (see agent) the console.
+
+Every failure ends as one ``i: ...`` line on stderr and a documented exit code (see errors.py):
+expected failures (CoreError) with their own code, i-protocol's with 3, an ordinary OS error
+(a path that is missing, not a folder, not permitted) with 3 naming the path, a hook's invalid
+history with 6, and anything else with 1 and "(this is a bug: please report it)". ``I_DEBUG=1``
+adds the traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 from pathlib import Path
 
 import orjson
@@ -11,7 +20,16 @@ import orjson
 from i_protocol import PROTOCOL_VERSION, ProtocolError, paths_from_env
 
 from .__about__ import __version__
-from .errors import EXIT_INTERRUPTED, EXIT_USAGE, ConfigError, CoreError
+from .errors import (
+    EXIT_CONFIG,
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    EXIT_WORKER,
+    ConfigError,
+    CoreError,
+    os_problem,
+)
 from .modules import PROFILES
 
 
@@ -51,7 +69,10 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     from .selection import generate_manifest
 
     config_dir = _config_dir()
-    config_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        config_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{config_dir}: cannot create the config folder: {os_problem(exc)}") from None
     _print_json(generate_manifest(args.profile, config_dir))
     return 0
 
@@ -174,7 +195,7 @@ def _runtime_parser() -> argparse.ArgumentParser:
 
 
 def run_cli(argv: list[str]) -> int:
-    """Parse ``argv`` and run the selected command; expected failures print one clear line."""
+    """Parse ``argv`` and run the selected command; every failure prints one clear line."""
     try:
         if argv[:1] == ["--version"]:
             print(version_line())
@@ -185,11 +206,37 @@ def run_cli(argv: list[str]) -> int:
         from .console import run_console
 
         return run_console(argv)
-    except CoreError as exc:
-        print(f"i: {exc}", file=sys.stderr)
-        return exc.exit_code
     except KeyboardInterrupt:
         print("i: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except SystemExit as exc:  # argparse usage errors
+    except SystemExit as exc:  # argparse usage errors (2), --help (0), SIGTERM (143)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    except Exception as exc:  # the last line of defence: one line, never a traceback
+        message, code = describe_failure(exc)
+        print(f"i: {message}", file=sys.stderr)
+        if os.environ.get("I_DEBUG") == "1":
+            traceback.print_exception(exc, file=sys.stderr)
+        return code
+
+
+def describe_failure(exc: BaseException) -> tuple[str, int]:
+    """The one line (without ``i: ``) and the exit code of a failure that ended a command."""
+    from .history import HistoryError
+
+    if isinstance(exc, HistoryError):
+        # The core builds valid histories; an invalid one came from a hook (before_save, after_tool, ...).
+        return (f"a hook returned an invalid history: {_one_line(exc)} (nothing was saved: the last checkpoint "
+                "is unchanged)", EXIT_WORKER)
+    if isinstance(exc, CoreError) and exc.exit_code != EXIT_FAILURE:
+        return str(exc), exc.exit_code
+    if isinstance(exc, ProtocolError):
+        return str(exc), EXIT_CONFIG
+    if isinstance(exc, OSError):
+        return os_problem(exc), EXIT_CONFIG
+    detail = f"{type(exc).__name__}: {_one_line(exc)}" if str(exc) else type(exc).__name__
+    return f"unexpected error: {detail} (this is a bug: please report it); I_DEBUG=1 shows the traceback", EXIT_FAILURE
+
+
+def _one_line(exc: BaseException, limit: int = 1000) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,7 +1,9 @@
 """The API configuration (``config_dir/config.json``), validated field by field.
 
 Credentials are only ever referenced: ``api_key_env`` names an environment variable; a literal
-key in the file is refused.
+key in the file is refused: a field whose name looks like a credential anywhere in the file (top
+level, and the keys of ``extra_body`` and ``budget`` at any depth), and a query parameter of
+``base_url`` that looks like one. Names are compared case-insensitively without ``-``/``_``.
 """
 
 from __future__ import annotations
@@ -11,15 +13,30 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from .errors import ConfigError
+from .errors import ConfigError, blocking_file
 from .jsonfile import read_json_object
 from .providers.reply import RESERVED_FIELDS
 
 PROTOCOLS = ("openai", "deepseek", "anthropic", "responses")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-_SECRET_FIELDS = ("api_key", "key", "token", "authorization", "password", "secret")
+# Credential-looking names, compared after lowercasing and dropping "-" and "_": an exact match, or
+# a name ending in one of the suffixes (``openai_api_key``, ``x-api-key``, ``github_token``,
+# ``client_secret``). ``max_tokens``, ``tokenizer``, ``prompt_cache_key`` and ``stop_token_ids`` pass.
+_SECRET_NAMES = frozenset({
+    "apikey", "key", "token", "accesstoken", "secret", "password", "passwd", "passphrase", "authorization",
+    "auth", "bearer", "credential", "credentials", "cookie", "privatekey", "sessionid",
+})
+_SECRET_SUFFIXES = ("apikey", "token", "secret", "password", "passwd", "authorization", "credentials",
+                    "privatekey", "bearer")
+# A URL's query carries credentials under a few more names: signed URLs (``sig``, ``signature``,
+# ``X-Amz-Signature``, ``X-Goog-Signature``) and OAuth codes.
+_SECRET_QUERY_NAMES = _SECRET_NAMES | {"sig", "signature", "code", "xamzsignature", "xgoogsignature",
+                                       "xamzcredential", "xamzsecuritytoken"}
+_SECRET_QUERY_SUFFIXES = (*_SECRET_SUFFIXES, "signature")
+_NO_CREDENTIALS = ("never store credentials in the config; put the key in an environment variable and name it "
+                   "in api_key_env")
 _TOP_FIELDS = {
     "protocol", "base_url", "model", "api_key_env", "max_tokens", "use_max_tokens", "io_limit_bytes", "budget",
     "extra_body", "stream", "timeout", "retries",
@@ -65,6 +82,58 @@ def origin_of(url: str) -> tuple[str, str]:
     return (parts.scheme.lower(), f"{(parts.hostname or '').lower()}:{port}")
 
 
+def _normal(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def looks_like_credential(name: str, *, query: bool = False) -> bool:
+    """True when a field (or, with ``query``, a URL query parameter) name looks like it holds a secret."""
+    normal = _normal(name)
+    names, suffixes = (_SECRET_QUERY_NAMES, _SECRET_QUERY_SUFFIXES) if query else (_SECRET_NAMES, _SECRET_SUFFIXES)
+    return normal in names or normal.endswith(suffixes)
+
+
+def _credential_field(value: object, where: str) -> str | None:
+    """The dotted path of the first credential-looking key in ``value`` (objects and lists, any depth)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{where}.{key}" if where else str(key)
+            if looks_like_credential(str(key)):
+                return path
+            found = _credential_field(item, path)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _credential_field(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _refuse_credentials(raw: dict[str, Any], source: str) -> None:
+    """A ConfigError for any credential-looking field or base_url query parameter; never shows a value."""
+    for key in raw:
+        if key != "api_key_env" and looks_like_credential(str(key)):
+            raise ConfigError(f"{source}: {key!r} is not allowed: {_NO_CREDENTIALS}")
+    for name in ("extra_body", "budget"):
+        found = _credential_field(raw.get(name), name)
+        if found is not None:
+            raise ConfigError(f"{source}: {found!r} looks like a credential and is not allowed: {_NO_CREDENTIALS}")
+    base_url = raw.get("base_url")
+    if isinstance(base_url, str):
+        try:
+            parts = urlsplit(base_url)
+        except ValueError:
+            return  # reported with the other base_url checks
+        for text in (parts.query, parts.fragment):
+            for key, _value in parse_qsl(text, keep_blank_values=True):
+                if looks_like_credential(key, query=True):
+                    raise ConfigError(
+                        f"{source}: base_url has a query parameter {key!r} that looks like a credential: "
+                        f"{_NO_CREDENTIALS}")
+
+
 def _int(raw: dict[str, Any], key: str, where: str, low: int, high: int, default: int | None) -> int:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
@@ -87,12 +156,7 @@ def _budget(raw: object, where: str) -> dict[str, Any]:
 
 def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiConfig:
     """Validate a config.json object; every problem is a ConfigError naming the field."""
-    for name in _SECRET_FIELDS:
-        if name in raw:
-            raise ConfigError(
-                f"{source}: {name!r} is not allowed: never store credentials in the config; put the key in an "
-                "environment variable and name it in api_key_env"
-            )
+    _refuse_credentials(raw, source)
     unknown = sorted(set(raw) - _TOP_FIELDS)
     if unknown:
         raise ConfigError(f"{source}: unknown field(s): {', '.join(unknown)}")
@@ -104,8 +168,8 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"{source}: base_url must be an http(s) URL such as http://127.0.0.1:8080/v1, got {base_url!r}")
-    if urlsplit(base_url).username or urlsplit(base_url).password:
-        raise ConfigError(f"{source}: base_url must not contain credentials; use api_key_env")
+    if parts.username or parts.password:
+        raise ConfigError(f"{source}: base_url must not contain credentials: {_NO_CREDENTIALS}")
     model = raw.get("model")
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(f"{source}: model must be a non-empty string")
@@ -141,5 +205,9 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
 def load_api_config(path: Path) -> ApiConfig:
     """Read and validate config.json at ``path``."""
     if not path.exists():
+        blocker = blocking_file(path.parent)
+        if blocker is not None:
+            raise ConfigError(f"{path}: cannot read the API config: {blocker} is a file, not a folder "
+                              "(check I_CONFIG_DIR or --config)")
         raise ConfigError(f"{path}: config.json does not exist; run `i --runtime init` and point it at a model")
     return parse_api_config(read_json_object(path, what="API config"), str(path))

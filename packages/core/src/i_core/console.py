@@ -1,8 +1,9 @@
 """The `i` console: ``i "task"`` runs one task; ``i`` on a TTY is a line console; without a TTY,
 each line of stdin is one request in the same session.
 
-Exit codes: 0 done, 2 usage, 3 configuration or session, 4 model/API, 5 budget exhausted,
-6 worker failure, 130 interrupted.
+Exit codes: 0 done, 1 internal error (a bug), 2 usage, 3 configuration, session or a file the run
+needs, 4 model/API, 5 budget exhausted, 6 worker failure, 130 interrupted, 143 terminated (see
+errors.py; cli.run_cli prints the one line).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def run_console(argv: list[str]) -> int:
     manifest = Path(args.manifest) if args.manifest else None
     with Runtime(args.workspace, manifest_path=manifest, io_limit_bytes=config.io_limit_bytes, paths=paths) as runtime:
         session = open_session(_session_path(args, runtime.workspace, runtime.state_dir), runtime.workspace,
-                               runtime.workspace_id)
+                               runtime.workspace_id, private=not (args.session or args.session_name))
         progress = Progress(sys.stderr, not args.quiet)
         interactive = sys.stdin.isatty() and sys.stderr.isatty()
         options = AgentOptions(yolo=args.yolo, ask=_ask_on_tty(progress) if interactive else None,
@@ -165,7 +166,11 @@ def _console(agent: object, progress: Progress) -> None:
         if text in ("/exit", "/quit"):
             return
         if text == "/compact":
-            sys.stderr.write(describe(agent.compact(agent.history, force=True)) + "\n")
+            try:
+                sys.stderr.write(describe(agent.compact(agent.history, force=True)) + "\n")
+            except CoreError as exc:
+                progress.clear()
+                sys.stderr.write(f"i: {exc}\n")
             continue
         try:
             _one(agent, text, progress)
@@ -186,7 +191,8 @@ def _summary(agent: object, path: Path) -> None:
         line += f" (last failed: {stats.last_failure[:200]})"
     if stats.rejections:
         line += f", {stats.rejections} context-length refusal(s) by the server"
-    line += f"; session: {path}"
+    # A run that failed before its first checkpoint has no session file to point at.
+    line += f"; session: {path}" if path.exists() else "; no session was saved"
     budget = stats.last_budget
     if budget and isinstance(budget.get("estimate"), int):
         line += f"; budget estimate {budget['estimate']}"

@@ -1,6 +1,14 @@
-"""The core's expected failures, each with the exit code the `i` command uses for it."""
+"""The core's expected failures, each with the exit code the `i` command uses for it.
+
+Exit codes of `i`: 0 done, 1 an internal error (a bug: the one line says so), 2 usage,
+3 configuration, session or a file or folder the run needs, 4 model/API, 5 budget exhausted,
+6 worker failure, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+"""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -10,6 +18,7 @@ EXIT_MODEL = 4
 EXIT_BUDGET = 5
 EXIT_WORKER = 6
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 class CoreError(Exception):
@@ -81,3 +90,32 @@ class ContextTooLong(ModelError):
         if self.input_tokens is not None:
             return f"{text} ({self.input_tokens} tokens)"
         return f"{text}: {self.provider_message}" if self.provider_message else text
+
+
+def blocking_file(path: str | os.PathLike[str]) -> Path | None:
+    """The nearest of ``path`` and its ancestors that exists but is not a folder, or None.
+
+    ``a/file.txt/x.json`` cannot be created or read because ``a/file.txt`` is a regular file: the
+    OS only says "Not a directory" or "File exists" and names the whole path.
+    """
+    candidate = Path(path)
+    for step in (candidate, *candidate.parents):
+        try:
+            if step.exists():
+                return None if step.is_dir() else step
+        except OSError:
+            continue
+    return None
+
+
+def os_problem(exc: OSError) -> str:
+    """``PATH: what is wrong`` for an ordinary OS error, in one line."""
+    path = exc.filename
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if isinstance(exc, FileExistsError | NotADirectoryError) and isinstance(path, str):
+        blocker = blocking_file(path)
+        if blocker is not None:
+            return f"{blocker} is a file, not a folder"
+    if exc.filename2 is not None:
+        return f"{path} -> {exc.filename2}: {reason}"
+    return f"{path}: {reason}" if path is not None else reason

@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .errors import ConfigError
+from .errors import ConfigError, os_problem
+from .jsonfile import remove_stale_temporaries
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -97,7 +98,12 @@ def run_init(
 ) -> InitResult:
     """Write each default file that does not exist yet; config.json with the discovered window."""
     config = default_config(base_url, model)
-    config_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        config_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{config_dir}: cannot create the config folder: {os_problem(exc)}") from None
+    # A killed init leaves ``.config.json.PID.HEX.tmp`` behind: gone once its writer is.
+    remove_stale_temporaries(config_dir, targets=DEFAULT_FILES)
     files = []
     note = None
     for name, content in DEFAULT_FILES.items():
@@ -250,11 +256,14 @@ def _create_exclusive(path: Path, data: bytes) -> bool:
     if path.exists():
         return False
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    tmp.write_bytes(data)
     try:
-        os.link(tmp, path)
-    except FileExistsError:
-        return False
-    finally:
-        tmp.unlink()
+        tmp.write_bytes(data)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write: {os_problem(exc)}") from None
     return True

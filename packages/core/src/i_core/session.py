@@ -4,11 +4,26 @@ A session file is ``{"format": "i-session/1", "workspace", "workspace_id", "mess
 Saves replace the file atomically, so a crash or a failed turn leaves the last complete
 checkpoint. Text that cannot be encoded as strict UTF-8 (lone surrogates from a bad decode) is
 kept losslessly through JSON ``\\u`` escapes instead of failing the save.
+
+One writer at a time: ``<session>.json.lock`` is held (filelock's ``FileLock``: ``flock`` on Unix)
+while the session is open. The lock file stays after the run: the lock is the kernel's lock on
+that file's inode, and unlinking a lock file another process may already have opened lets it lock
+the deleted inode while a third process creates and locks a new one — two writers (filelock keeps
+Unix lock files for this reason: tox-dev/filelock#574). The one exception is a *private* session,
+a fresh path this run made up and told nobody: it is locked only at its first save, so a run that
+saves nothing leaves nothing behind.
+
+Opening a session removes stale atomic-write temporaries in its folder (see
+``jsonfile.remove_stale_temporaries``): this session's own at once, since its lock is held; other
+``.json`` targets' only when their writer is gone.
+
+Every OS error is a SessionError naming the path and the problem.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -19,7 +34,8 @@ import orjson
 
 from i_protocol import atomic_write_bytes
 
-from .errors import SessionError
+from .errors import SessionError, os_problem
+from .jsonfile import remove_stale_temporaries
 
 FORMAT = "i-session/1"
 MAX_SESSION_BYTES = 512 * 1024 * 1024
@@ -63,6 +79,8 @@ class Session:
     messages: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     _lock: Any = None
+    private: bool = False
+    """A fresh path nobody else knows: locked at its first save, not at open."""
 
     @property
     def is_new(self) -> bool:
@@ -79,43 +97,83 @@ class Session:
             "meta": {**self.meta, "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
         }
 
+    def backup_path(self, suffix: str) -> Path:
+        """``<session>.<suffix>.json`` beside the session, e.g. ``.precompact.json``."""
+        return self.path.with_name(self.path.name.removesuffix(".json") + f".{suffix}.json")
+
     def write(self, messages: list[dict[str, Any]]) -> None:
         """Atomically replace the file with ``messages`` (the caller ran before_save)."""
+        doc = {**self.document(), "messages": messages}
+        self._save(self.path, dumps_safe(doc) + b"\n", "save the session")
         self.messages = messages
-        atomic_write_bytes(self.path, dumps_safe(self.document()) + b"\n", mode=0o600)
 
     def write_backup(self, suffix: str, messages: list[dict[str, Any]]) -> Path:
         """Write a sibling backup (``<session>.<suffix>.json``), e.g. the pre-compaction history."""
-        backup = self.path.with_name(self.path.name.removesuffix(".json") + f".{suffix}.json")
+        backup = self.backup_path(suffix)
         doc = {**self.document(), "messages": messages}
-        atomic_write_bytes(backup, dumps_safe(doc) + b"\n", mode=0o600)
+        self._save(backup, dumps_safe(doc) + b"\n", f"write the {suffix} backup")
         return backup
 
+    def _save(self, target: Path, data: bytes, what: str) -> None:
+        if self._lock is None and self.private:
+            self._lock = _lock(self.path)  # a private session's first save
+        try:
+            atomic_write_bytes(target, data, mode=0o600)
+        except OSError as exc:
+            raise SessionError(
+                f"{target}: cannot {what}: {os_problem(exc)}; the file on disk is unchanged") from None
+
     def close(self) -> None:
-        """Release the session lock."""
+        """Release the session lock (its file stays: see the module docstring)."""
         if self._lock is not None:
             self._lock.release()
             self._lock = None
 
 
-def open_session(path: Path, workspace: str, workspace_id: str) -> Session:
-    """Open (or start) the session at ``path``, locked against a second concurrent writer."""
+def open_session(path: Path, workspace: str, workspace_id: str, *, private: bool = False) -> Session:
+    """Open (or start) the session at ``path``, locked against a second concurrent writer.
+
+    ``private``: ``path`` is a fresh name this run made up (the default session of a run); it is
+    locked at its first save instead, so a run that never saves leaves no lock file behind.
+    """
+    path = path.expanduser().absolute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SessionError(f"{path}: cannot create the session's folder: {os_problem(exc)}") from None
+    private = private and not os.path.lexists(path)
+    lock = None if private else _lock(path)
+    try:
+        # This session's own temporaries are debris once its lock is held (a private session has none).
+        remove_stale_temporaries(path.parent, targets=lambda name: name.endswith(".json"),
+                                 owned=() if private else _own_targets(path))
+        session = _read(path, workspace, workspace_id)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    session._lock = lock
+    session.private = private
+    return session
+
+
+def _own_targets(path: Path) -> set[str]:
+    """The files a session's lock guards: the session and its pre-compaction backup."""
+    return {path.name, path.name.removesuffix(".json") + ".precompact.json"}
+
+
+def _lock(path: Path) -> Any:
+    """The acquired lock of the session at ``path`` (``<path>.lock``), or a SessionError."""
     from filelock import FileLock, Timeout
 
-    path = path.expanduser().absolute()
-    path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path) + ".lock", timeout=0)
     try:
         lock.acquire()
     except Timeout:
         raise SessionError(f"{path}: the session is in use by another i process") from None
-    try:
-        session = _read(path, workspace, workspace_id)
-    except BaseException:
-        lock.release()
-        raise
-    session._lock = lock
-    return session
+    except OSError as exc:
+        raise SessionError(f"{path}: cannot lock the session: {os_problem(exc)}") from None
+    return lock
 
 
 def _read(path: Path, workspace: str, workspace_id: str) -> Session:

@@ -1,9 +1,20 @@
-"""HTTP transport to the model: retries with backoff, no redirects, capped bodies, SSE decoding."""
+"""HTTP transport to the model: retries with backoff, no redirects, capped bodies, SSE decoding.
+
+Every attempt has a total deadline, ``timeout`` seconds from the start of the connect to the last
+byte of the body or stream: httpx's own timeouts only bound the silence between two reads, so a
+server sending one byte a second could otherwise hold a request forever. A stream that has begun
+(its first body byte arrived) also fails after ``idle_timeout`` seconds without a byte. The HTTP
+exchange runs on a helper thread and hands its parts to the caller through a queue, so the caller
+waits with a deadline whatever the server does (trickled headers, a slow DNS answer, a silent
+stream); everything the caller sees (events, hooks, text) still happens on the caller's thread.
+"""
 
 from __future__ import annotations
 
 import email.utils
+import queue
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +33,9 @@ MAX_BODY_BYTES = 48 * 1024 * 1024
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
 # A server asking us to wait longer than this is treated as if it asked for this long.
 MAX_RETRY_AFTER = 60.0
+# Longest silence a stream that has begun may keep (never more than the request's timeout). Generous
+# on purpose: reasoning models and servers that hold back a long tool call send nothing for minutes.
+STREAM_IDLE_LIMIT = 300.0
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _SNIPPET = 300
 
@@ -37,6 +51,98 @@ class TransportError(ModelError):
         super().__init__(message)
         self.status = status
         self.provider_message = provider_message
+
+
+class _Expired(Exception):
+    """The attempt's total deadline or a begun stream's idle limit passed; the message says which."""
+
+
+class _Clock:
+    """The deadlines of one attempt: ``total`` seconds from its start, and (for a stream) ``idle``
+    seconds of silence once the first body byte arrived."""
+
+    def __init__(self, total: float, idle: float | None) -> None:
+        self.total = total
+        self.idle = idle
+        self.deadline = time.monotonic() + total
+        self.last: float | None = None  # when the last body byte arrived
+
+    def wait(self) -> tuple[float, str]:
+        """Seconds the caller may still wait for the next part, and the message if that runs out."""
+        now = time.monotonic()
+        left = self.deadline - now
+        expired = f"the model request did not finish within {self.total:g} s (timeout in config.json)"
+        if self.idle is not None and self.last is not None and self.last + self.idle - now < left:
+            return self.last + self.idle - now, (
+                f"the model stream sent nothing for {self.idle:g} s after it began (a begun stream may be silent "
+                f"for at most min(timeout, {STREAM_IDLE_LIMIT:g}) s)")
+        return left, expired
+
+    def arrived(self) -> None:
+        self.last = time.monotonic()
+
+
+class _Exchange:
+    """One HTTP POST run on a daemon thread; the caller takes its parts from a queue with a deadline.
+
+    The thread opens the request, hands over the response (status and headers) and then each body
+    chunk; it stops after the cap, at the end of the body, or at the next chunk once the caller
+    abandoned it. An abandoned thread ends at its next read (httpx bounds each read by the timeout)
+    and never blocks the process from exiting.
+    """
+
+    def __init__(self, client: httpx.Client, url: str, payload: bytes, headers: dict[str, str], cap: int) -> None:
+        self._parts: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._abandoned = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(client, url, payload, headers, cap),
+                                        name="i-model-request", daemon=True)
+        self._thread.start()
+
+    def _run(self, client: httpx.Client, url: str, payload: bytes, headers: dict[str, str], cap: int) -> None:
+        try:
+            with client.stream("POST", url, content=payload, headers=headers) as response:
+                self._parts.put(("response", response))
+                seen = 0
+                for chunk in response.iter_bytes():
+                    if self._abandoned.is_set():
+                        return
+                    self._parts.put(("chunk", chunk))
+                    seen += len(chunk)
+                    if seen > cap:
+                        return  # the caller stops at the cap; nothing beyond it is read
+                self._parts.put(("end", None))
+        except BaseException as exc:  # handed to the caller, who raises it on its own thread
+            self._parts.put(("error", exc))
+
+    def _next(self, clock: _Clock) -> tuple[str, Any]:
+        left, message = clock.wait()
+        try:
+            kind, value = self._parts.get(timeout=max(left, 0.0))
+        except queue.Empty:
+            raise _Expired(message) from None
+        if kind == "error":
+            raise value
+        return kind, value
+
+    def response(self, clock: _Clock) -> httpx.Response:
+        """The response once its status and headers arrived."""
+        kind, value = self._next(clock)
+        assert kind == "response"
+        return value  # type: ignore[no-any-return]
+
+    def chunks(self, clock: _Clock) -> Iterator[bytes]:
+        """The body's chunks as they arrive, each within the deadlines."""
+        while True:
+            kind, value = self._next(clock)
+            if kind == "end":
+                return
+            if value:
+                clock.arrived()
+                yield value
+
+    def abandon(self) -> None:
+        """The caller is done (finished, failed or timed out): the thread stops at its next chunk."""
+        self._abandoned.set()
 
 
 class _Transient(Exception):
@@ -64,6 +170,7 @@ class Transport:
         self,
         *,
         timeout: float = 600.0,
+        idle_timeout: float | None = None,
         connect_timeout: float = 10.0,
         max_body_bytes: int = MAX_BODY_BYTES,
         retries: int = 3,
@@ -72,7 +179,9 @@ class Transport:
         trust_env: bool = True,
     ) -> None:
         self.timeout = timeout
-        self.connect_timeout = connect_timeout
+        # A begun stream silent for this long has failed (default: the timeout, at most 300 s).
+        self.idle_timeout = min(timeout, STREAM_IDLE_LIMIT) if idle_timeout is None else min(idle_timeout, timeout)
+        self.connect_timeout = min(connect_timeout, timeout)
         self.max_body_bytes = max_body_bytes
         self.retries = retries
         self.backoff = backoff
@@ -156,35 +265,42 @@ class Transport:
         import httpx
 
         delivered = 0
+        clock = _Clock(self.timeout, self.idle_timeout if stream else None)
+        exchange = _Exchange(self._client(url), url, payload, headers, self.max_body_bytes)
         try:
-            with self._client(url).stream("POST", url, content=payload, headers=headers) as response:
-                status = response.status_code
-                if 300 <= status < 400:
-                    location = response.headers.get("location", "<no location>")
-                    raise TransportError(
-                        f"model endpoint answered {status} redirect to {location}; redirects are not followed",
-                        status=status,
-                    )
-                if status >= 400:
-                    raw = self._read(response)
-                    raise self._status_error(status, raw, response.headers)
-                if not stream:
-                    return _json_body(self._read(response), status)
-                assert on_event is not None
-                if response.headers.get("content-type", "").startswith("application/json"):
-                    raw = self._read(response)
-                    rejection = context_rejection(None, raw)
-                    if rejection is not None:
-                        raise rejection
-                    detail = _provider_message(raw) or _snippet(raw)
-                    raise TransportError(
-                        f"model endpoint answered JSON instead of an event stream (stream: true): {detail}",
-                        status=status,
-                    )
-                for event in self._events(response):
-                    delivered += 1
-                    on_event(event)
-                return StreamResult(status=status, events=delivered)
+            response = exchange.response(clock)
+            status = response.status_code
+            if 300 <= status < 400:
+                location = response.headers.get("location", "<no location>")
+                raise TransportError(
+                    f"model endpoint answered {status} redirect to {location}; redirects are not followed",
+                    status=status,
+                )
+            if status >= 400:
+                raw = self._read(exchange, clock, status)
+                raise self._status_error(status, raw, response.headers)
+            if not stream:
+                return _json_body(self._read(exchange, clock, status), status)
+            assert on_event is not None
+            if response.headers.get("content-type", "").startswith("application/json"):
+                raw = self._read(exchange, clock, status)
+                rejection = context_rejection(None, raw)
+                if rejection is not None:
+                    raise rejection
+                detail = _provider_message(raw) or _snippet(raw)
+                raise TransportError(
+                    f"model endpoint answered JSON instead of an event stream (stream: true): {detail}",
+                    status=status,
+                )
+            for event in self._events(exchange, clock, status):
+                delivered += 1
+                on_event(event)
+            return StreamResult(status=status, events=delivered)
+        except _Expired as expired:
+            if delivered:
+                # Text already went to the user; a retry would repeat it, so the stream fails here.
+                raise TransportError(f"{expired}; the stream broke after {delivered} events") from None
+            raise _Transient("timed out", TransportError(str(expired))) from None
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "connection failed"
             error = TransportError(f"model request {kind}: {type(exc).__name__}: {exc or 'no detail'}")
@@ -192,28 +308,30 @@ class Transport:
                 # Text already went to the user; a retry would repeat it, so the stream fails here.
                 raise TransportError(f"model stream broke after {delivered} events: {type(exc).__name__}") from None
             raise _Transient(kind, error) from None
+        finally:
+            exchange.abandon()
 
-    def _chunks(self, response: httpx.Response) -> Iterator[bytes]:
+    def _chunks(self, exchange: _Exchange, clock: _Clock, status: int) -> Iterator[bytes]:
         """The body's (decoded) bytes, stopping with an error once they pass the cap."""
         seen = 0
-        for chunk in response.iter_bytes():
+        for chunk in exchange.chunks(clock):
             seen += len(chunk)
             if seen > self.max_body_bytes:
                 raise TransportError(
                     f"model response body exceeds the {self.max_body_bytes} byte cap; stopped reading",
-                    status=response.status_code,
+                    status=status,
                 )
             yield chunk
 
-    def _read(self, response: httpx.Response) -> bytes:
-        return b"".join(self._chunks(response))
+    def _read(self, exchange: _Exchange, clock: _Clock, status: int) -> bytes:
+        return b"".join(self._chunks(exchange, clock, status))
 
-    def _events(self, response: httpx.Response) -> Iterator[dict[str, Any]]:
+    def _events(self, exchange: _Exchange, clock: _Clock, status: int) -> Iterator[dict[str, Any]]:
         """Decoded SSE ``data:`` payloads; ``[DONE]`` and comments are skipped."""
         buffer = bytearray()
         scanned = 0  # bytes of ``buffer`` already known to hold no newline (keeps long lines linear)
         data: list[bytes] = []
-        for chunk in self._chunks(response):
+        for chunk in self._chunks(exchange, clock, status):
             buffer.extend(chunk)
             while (end := buffer.find(b"\n", scanned)) >= 0:
                 line = bytes(buffer[:end]).rstrip(b"\r")
