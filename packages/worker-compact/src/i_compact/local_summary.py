@@ -4,7 +4,10 @@ Protocol-critical facts come first and are never shortened: pending approvals wi
 resume calls, ids with statuses, modified paths, the latest user request. Lower-priority
 sections (earlier requests, decisions, evidence) are trimmed first when over the size bound.
 A previous summary found in the prefix is parsed and its items carried forward, so a summary
-of a summary keeps the facts.
+of a summary keeps the facts. Every id and file path of the user and assistant messages and the
+tool-call arguments (:mod:`identifiers`) is listed verbatim in ``## Identifiers and paths``,
+after those of the previous summary, bounded to a share of the summary with a count of what
+was dropped.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from . import identifiers
 from .history import content_text, is_summary_message
 from .redact import may_contain_secret, redact, secret_references
 from .reduction import ID_PATTERN, strip_payloads
@@ -26,6 +30,7 @@ SECTIONS = (
     "Pending approvals and resume calls",
     "Pending jobs and identifiers",
     "Modified artifacts",
+    identifiers.SECTION,
     "Decisions",
     "Evidence",
     "Next step",
@@ -106,7 +111,10 @@ def local_summary(
     shrink until it fits, and a last cut at a character boundary guarantees it.
     """
     sections = {name: _Section() for name in SECTIONS}
-    carried = _carry_previous(messages, sections)
+    ledgers: dict[int, str] = {}
+    carried = _carry_previous(messages, sections, ledgers)
+    # Text scanned for ids and paths, in message order (an earlier summary: its ledger).
+    pieces: list[str] = []
     user_texts: list[str] = []
     last_assistant = ""
     image_count = 0
@@ -117,8 +125,11 @@ def local_summary(
             image_count += sum(
                 1 for p in content if isinstance(p, dict) and p.get("type") in ("image_url", "image", "input_image")
             )
-        if role == "user" and not is_summary_message(message):
+        if role == "user" and index in ledgers:
+            pieces.append(ledgers[index])
+        elif role == "user":
             text = _clean(content_text(message))
+            pieces.append(identifiers.Redacted(text))  # redact.py ran once: reused for the ids
             for ref in secret_references(text)[:5]:
                 sections["Secret references (values never kept)"].add(f"{ref} in a user message")
             if text:
@@ -130,17 +141,24 @@ def local_summary(
             raw = content_text(message)
             if raw.strip():
                 last_assistant = raw
-            if _has_statement(raw.lower()):
-                for sentence in _sentences(_clean(raw)):
+            if not _has_statement(raw.lower()):
+                pieces.append(raw)
+            else:
+                cleaned = _clean(raw)
+                pieces.append(identifiers.Redacted(cleaned))
+                for sentence in _sentences(cleaned):
                     if _DECISION.search(sentence):
                         sections["Decisions"].add(_quote(sentence, 300))
                     if _UNRUN.search(sentence):
                         sections["Checks not run"].add(_quote(sentence, 300))
             for call in message.get("tool_calls") or []:
-                _record_call(call, sections)
+                _record_call(call, sections, pieces)
         elif role == "tool":
             _record_result(message, analysis, index, sections)
     lists = {name: section.items for name, section in sections.items()}
+    omitted = sum(identifiers.omitted_count(text) for text in ledgers.values())
+    found = identifiers.collect(pieces)
+    lists[identifiers.SECTION] = [identifiers.omission_marker(omitted), *found] if omitted else found
     if user_texts:
         lists["Latest user request"] = [_quote(user_texts[-1], 2000)]
         lists["Earlier user requests"] = [*lists["Earlier user requests"], *(_quote(t, 240) for t in user_texts[-6:-1])]
@@ -168,17 +186,29 @@ _BYTE_CUT_NOTE = "\n…[summary cut at its size bound]"
 def _bounded_bytes(
     header: str, lists: dict[str, list[str]], max_chars: int, critical_chars: int | None, max_bytes: int
 ) -> str:
-    """:func:`_bounded` within ``max_bytes`` UTF-8 bytes as well."""
+    """:func:`_bounded` within ``max_bytes`` UTF-8 bytes as well.
+
+    The ledger of ids and paths is ASCII: its share stays a part of ``max_bytes`` when wide
+    characters elsewhere make the character bounds shrink.
+    """
     critical = max(critical_chars or max_chars, max_chars)
-    text = _bounded(header, {k: list(v) for k, v in lists.items()}, max_chars, critical)
+    ledger_limit = min(critical, max_bytes) // IDENTIFIER_SHARE
+    text = _bounded(header, {k: list(v) for k, v in lists.items()}, max_chars, critical, ledger_limit)
     size = len(text.encode("utf-8", "surrogatepass"))
     for _ in range(_BYTE_RETRIES):
         if size <= max_bytes:
             return text
-        ratio = max_bytes / size * 0.97
+        # The ledger is ASCII (a byte per character): only the rest is wide. Scale the bounds so
+        # that the rest, at its own density, fits what the ledger leaves.
+        ledger = _ledger_chars(text)
+        rest_chars, rest_bytes = len(text) - ledger, size - ledger
+        if ledger and rest_chars > 0 and rest_bytes > rest_chars and max_bytes > 2 * ledger:
+            ratio = ((max_bytes - ledger) * rest_chars / rest_bytes * 0.97 + ledger) / len(text)
+        else:
+            ratio = max_bytes / size * 0.97
         max_chars = max(200, int(max_chars * ratio))
         critical = max(max_chars, int(critical * ratio))
-        text = _bounded(header, {k: list(v) for k, v in lists.items()}, max_chars, critical)
+        text = _bounded(header, {k: list(v) for k, v in lists.items()}, max_chars, critical, ledger_limit)
         size = len(text.encode("utf-8", "surrogatepass"))
     if size <= max_bytes:
         return text
@@ -186,19 +216,46 @@ def _bounded_bytes(
     return text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore") + _BYTE_CUT_NOTE
 
 
-def _carry_previous(messages: list[dict[str, Any]], sections: dict[str, _Section]) -> dict[str, list[str]]:
-    """Merge the items of earlier summaries in the prefix; returns their sections."""
+_LEDGER_HEADING = f"\n## {identifiers.SECTION}\n"
+
+
+def _ledger_chars(text: str) -> int:
+    """Characters of the rendered ledger section in ``text`` (0 without one)."""
+    start = text.find(_LEDGER_HEADING)
+    if start < 0:
+        return 0
+    end = text.find("\n## ", start + len(_LEDGER_HEADING))
+    return (end if end >= 0 else len(text)) - start
+
+
+def _carry_previous(
+    messages: list[dict[str, Any]], sections: dict[str, _Section], ledgers: dict[int, str]
+) -> dict[str, list[str]]:
+    """Merge the items of earlier summaries in the prefix; returns their sections.
+
+    ``ledgers`` receives, for each summary's index, the text to scan for its ids and paths: its
+    ``## Identifiers and paths`` items (with the omission marker), or, for a summary without
+    that section (a model's), its whole text.
+    """
     carried: dict[str, list[str]] = {}
-    for message in messages:
+    for index, message in enumerate(messages):
         if not is_summary_message(message):
             continue
+        text = content_text(message)
+        ledger: list[str] | None = None
         current: str | None = None
-        for line in content_text(message).splitlines():
+        for line in text.splitlines():
             heading = _HEADING.match(line)
             if heading:
                 current = heading.group(1) if heading.group(1) in sections else "Evidence"
+                if current == identifiers.SECTION:
+                    ledger = ledger if ledger is not None else []
                 continue
             item = line.strip()
+            if current == identifiers.SECTION:
+                if ledger is not None and item.startswith("- "):
+                    ledger.append(item[2:])
+                continue
             if not item.startswith("- "):
                 if item and ID_PATTERN.search(item) and "continuation_summary" not in item:
                     sections["Pending jobs and identifiers"].add(f"carried: {item}")
@@ -211,30 +268,62 @@ def _carry_previous(messages: list[dict[str, Any]], sections: dict[str, _Section
                 sections[current].add(item)
             if current == "Latest user request":
                 sections["Earlier user requests"].add(item)
+        ledgers[index] = text if ledger is None else "\n".join(ledger)
     return carried
 
 
-def _record_call(call: Any, sections: dict[str, _Section]) -> None:
-    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+def _record_call(call: Any, sections: dict[str, _Section], pieces: list[str]) -> None:
+    """Modified paths of a write tool's call; what of its arguments is scanned goes to ``pieces``."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
         return
-    name = call["function"].get("name")
-    arguments = call["function"].get("arguments")
-    if not isinstance(name, str) or not isinstance(arguments, str) or not _is_write_tool(name):
+    name = function.get("name")
+    arguments = function.get("arguments")
+    if type(arguments) is not str:
+        if isinstance(arguments, (dict, list)):  # scanned for ids, not for modified paths (as before)
+            pieces.append(identifiers.argument_text(arguments))
         return
-    paths: list[str] = []
+    write = type(name) is str and _is_write_tool(name)
+    # Short arguments without an escape are scanned as they are, quotes blanked (not data).
+    short = len(arguments) <= identifiers.ARGUMENT_VALUE_MAX and "\\" not in arguments
+    if short:
+        pieces.append(arguments.replace('"', " "))
+        if not write:
+            return
     try:
         parsed = orjson.loads(arguments)
     except orjson.JSONDecodeError:
         parsed = arguments  # a free-form tool (a raw patch) takes its input as plain text
-    if isinstance(parsed, dict):
-        for key in _PATH_KEYS:
-            value = parsed.get(key)
-            if isinstance(value, str) and value:
-                paths.append(value)
-        # Patch tools name their files inside the patch text, not in a path field.
-        paths.extend(p for v in parsed.values() if isinstance(v, str) for p in patch_paths(v))
-    elif isinstance(parsed, str):
-        paths.extend(patch_paths(parsed))
+    if not write or type(parsed) is not dict:
+        if not short:
+            pieces.append(identifiers.argument_text(parsed))
+        if write and isinstance(parsed, str):
+            _record_paths(patch_paths(parsed), name, call, sections)
+        return
+    paths: list[str] = []
+    for key in _PATH_KEYS:
+        value = parsed.get(key)
+        if isinstance(value, str) and value:
+            paths.append(value)
+    # Patch tools name their files inside the patch text, not in a path field. One pass over
+    # the values finds those and the short strings scanned for ids.
+    values: list[str] = []
+    nested = False
+    for value in parsed.values():
+        kind = type(value)
+        if kind is str:
+            if "*** " in value or "+++ " in value:
+                paths.extend(patch_paths(value))
+            if len(value) <= identifiers.ARGUMENT_VALUE_MAX and "\n" not in value:
+                values.append(value)
+        elif kind is dict or kind is list:
+            nested = True
+    if not short:
+        pieces.append(identifiers.argument_text(parsed) if nested else " ".join(values))
+    _record_paths(paths, name, call, sections)
+
+
+def _record_paths(paths: list[str], name: str, call: dict[str, Any], sections: dict[str, _Section]) -> None:
     for path in dict.fromkeys(paths):
         sections["Modified artifacts"].add(f"{_clean(path)[:400]} (via {name}, call {call.get('id')})")
 
@@ -342,14 +431,27 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text[:20000]) if s.strip()][:200]
 
 
-def _bounded(header: str, sections: dict[str, list[str]], max_chars: int, critical_chars: int | None = None) -> str:
+def _bounded(
+    header: str,
+    sections: dict[str, list[str]],
+    max_chars: int,
+    critical_chars: int | None = None,
+    ledger_limit: int | None = None,
+) -> str:
     """Render within ``max_chars``; protocol-critical sections may take up to ``critical_chars``.
 
-    The ordinary sections share ``max_chars``; pending approvals (with their resume calls) and
-    ids come on top of it, up to ``critical_chars`` in all, so a few large resume calls never
-    push the ids, artifacts and evidence out of the summary.
+    The ordinary sections share ``max_chars``; pending approvals (with their resume calls), ids
+    and the ledger of ids and paths come on top of it, up to ``critical_chars`` in all, so a few
+    large resume calls never push the ids, artifacts and evidence out of the summary. The ledger
+    takes at most ``ledger_limit`` (default ``critical_chars // IDENTIFIER_SHARE``).
     """
     critical_chars = max(critical_chars or max_chars, max_chars)
+    # The ledger of ids and paths takes at most its share; the newest are kept, with a count. It
+    # is rendered as one item (its lines joined): the trimming passes never split it.
+    if ledger_limit is None:
+        ledger_limit = critical_chars // IDENTIFIER_SHARE
+    ledger = identifiers.bound(sections[identifiers.SECTION], ledger_limit)
+    sections[identifiers.SECTION] = ["\n- ".join(ledger)] if ledger else []
     caps = {
         "Pending jobs and identifiers": 200,
         "Modified artifacts": 100,
@@ -388,6 +490,23 @@ def _bounded(header: str, sections: dict[str, list[str]], max_chars: int, critic
         approvals[position] = f"{head}: {_RECOVER}"
         length -= len(item) - len(approvals[position])
     text = _render(header, sections)
+    latest = sections["Latest user request"]
+    shortest = max(_LATEST_MIN, min(_LATEST_KEEP, max_chars // 4))
+    if len(text) > max_chars and latest and len(latest[-1]) > shortest:
+        # A long latest request (2,000 characters, three bytes each in CJK) is shortened before
+        # the ledger and the approvals give way: its head stays, with a note.
+        latest[-1] = _shortened(latest[-1], max(shortest, len(latest[-1]) - (len(text) - max_chars + 40)))
+        text = _render(header, sections)
+        if len(text) <= max_chars:
+            return text
+    if ledger and len(text) > max_chars:
+        # The ledger gives way first (its marker counts what goes), approvals and ids after it.
+        room = max(0, _section_length(identifiers.SECTION, ledger) - (len(text) - max_chars + 80))
+        ledger = identifiers.bound(ledger, room)
+        sections[identifiers.SECTION] = ["\n- ".join(ledger)]
+        text = _render(header, sections)
+        if len(text) <= max_chars:
+            return text
     for name in ("Pending approvals and resume calls", "Pending jobs and identifiers", "Latest user request"):
         items = sections[name]
         dropped = 0
@@ -406,7 +525,20 @@ def _bounded(header: str, sections: dict[str, list[str]], max_chars: int, critic
     return text[: max_chars - 40] + "\n…[summary cut at its size bound]"
 
 
-_CRITICAL = ("Pending approvals and resume calls", "Pending jobs and identifiers")
+_LATEST_KEEP = 240  # the latest request keeps this much when shortened, or a quarter of the bound
+_LATEST_MIN = 80
+_SHORTENED = "…[shortened for size]”"
+
+
+def _shortened(quoted: str, limit: int) -> str:
+    """A quote (“…”) cut to about ``limit`` characters (at least :data:`_LATEST_MIN`), with a note."""
+    keep = max(_LATEST_MIN, limit) - len(_SHORTENED)
+    return quoted if len(quoted) <= keep + len(_SHORTENED) else quoted[:keep] + _SHORTENED
+
+
+_CRITICAL = ("Pending approvals and resume calls", "Pending jobs and identifiers", identifiers.SECTION)
+IDENTIFIER_SHARE = 2
+"""The ledger of ids and paths takes at most ``critical_chars // IDENTIFIER_SHARE``."""
 
 
 def _section_length(name: str, items: list[str]) -> int:

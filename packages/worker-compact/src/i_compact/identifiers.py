@@ -1,0 +1,277 @@
+"""Identifiers a resumed task needs (ids, hashes, call ids, file paths), found by regex passes.
+
+The local summary carries them verbatim in its ``## Identifiers and paths`` section, generation
+after generation: an extractive summary quotes only the start of older messages, and the id a
+task needs is often further in. The rule (also stated in the README's local-mode section):
+
+* **A path** is a token of ASCII letters, digits and ``_ . + -`` segments joined by ``/`` that
+  starts with ``./``, ``../`` or ``~/``, or is absolute with at least two segments
+  (``/etc/hosts``, not ``/compact``), or is relative and ends in a file extension (a letter,
+  then up to 9 letters or digits: ``src/budget/store.py``, ``.github/workflows/ci.yml``), at
+  most 400 characters. ``and/or``, ``12/31/2024``, ``1/2.5`` and URLs are not paths.
+* **An id** is a maximal run of ASCII letters, digits, ``-`` and ``_`` (not part of a path, a
+  dotted name or a file name: not preceded by ``/ \\ .`` nor followed by ``/ \\`` or
+  ``.`` + letter/digit) of 6 to 128 characters that starts and ends with a letter or digit,
+  contains a letter and a digit, and either contains ``-`` or ``_`` (``ID-english-12-34dcf2bd``,
+  UUIDs, ``tx_0042``, ``PROJ-1234``, ``call_abc123``), or is a hex run of at least 7 characters
+  (a sha), or is at least 10 characters of one letter case (a ULID). Not ids: numbers alone
+  (``2024``, ``1_000``), short tokens (``v2``, ``utf-8``), words with a version digit
+  (``sha256``, ``python3``), a number followed by words (``40-char``, ``2-core``, ``10-20ms``),
+  dates (``2024-01-15…``), mixed-case runs without a separator (random keys, base64).
+* **Data.** A token in double quotes in message text (``"id": "3fa8…"``, a pasted JSON record)
+  is *data*: it is kept like any other, but when the list is over its bound, data goes first.
+  The summary writes it in quotes, so the next generation reads the same tier back.
+* **Never a secret.** Every text that holds a secret's name (``key``, ``token``, ``passw``,
+  ``secret``, ``credential``, ``bearer``, any case) goes through :func:`redact` first (values
+  become ``[REDACTED:kind]``, which is no id); a token that :func:`redact` would change is
+  dropped (key shapes: ``sk-…``, ``AKIA…``, ``ghp_…``), and so is a token right after a secret
+  name (``password hunter2_x1``, ``--token abc_123456``) or right before an ``@`` (the password
+  of ``user:pass@host``).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterable
+from itertools import accumulate, repeat
+from operator import add
+from typing import Any
+
+from .redact import contains_secret, redact
+from .textsafe import scrub
+
+SECTION = "Identifiers and paths"
+MAX_ID = 128
+MAX_PATH = 400
+ARGUMENT_VALUE_MAX = 512
+"""Tool-call argument strings scanned: one line, at most this long (names, ids, paths, commands)."""
+
+# A path segment: runs of name characters joined by dots, never ending in one (``x.py.`` at the
+# end of a sentence is ``x.py``); possessive, so a long run is never backtracked into.
+_SEG = r"\.?[A-Za-z0-9_+-]++(?:\.++[A-Za-z0-9_+-]++)*+"
+_FILE = r"\.?[A-Za-z0-9_+-]++(?:\.[A-Za-z0-9_+-]++)*?\.[A-Za-z][A-Za-z0-9]{0,9}"  # ends in an extension
+_BODY = (
+    r"(?=[A-Za-z_.~+-]*+[0-9/])"  # a digit or a slash in the run: skips plain words at once
+    r"(?=[0-9_.~/+-]*+[A-Za-z])"  # and a letter: skips numbers at once
+    r"("
+    r"(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_-]{4,}[A-Za-z0-9]"  # id candidate
+    rf"|(?:\.\.?|~)(?:/{_SEG})+/?"  # ./x, ../x, ~/x
+    rf"|(?:/{_SEG}){{2,}}/?"  # absolute, at least two segments
+    rf"|(?:{_SEG}/)+{_FILE}"  # relative, with an extension
+    r")"
+    r"(?![A-Za-z0-9_/\\-]|\.[A-Za-z0-9])"  # the whole run
+)
+# Matched from the character before the token (a text is scanned with a newline in front): a
+# pattern that starts with a character class lets the engine skip to candidate starts in C.
+_TOKEN = re.compile(
+    r"[^A-Za-z0-9_./\\@-]"  # not inside a longer run, a path, a dotted name or after ``@``
+    r'"?' + _BODY + r'(?!"?@)'  # not before an ``@`` (``user:pass@host``, an e-mail address)
+)
+_QUOTED = re.compile(r'"' + _BODY + r'(?=")')  # a mention in double quotes: data
+_NUMBER_WORDS = re.compile(r"[0-9][0-9_-]*[A-Za-z][A-Za-z_-]*")  # 40-char, 2-core, 10-20ms, 3-way-merge
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_HEX = re.compile(r"[0-9A-Fa-f]{7,}")
+# A token right after a secret name, with spaces, ``:``/``=`` or quotes between (a flag value,
+# ``password hunter2_x1``): matched in the lower-cased text at each gate word found there.
+_AFTER_SECRET_NAME = re.compile(
+    r"(?:key|token|passw(?:or)?d?|secret|credentials?|bearer)s?[\"']?[\s:=]*[\"']?" + _BODY.replace("A-Za-z", "a-z")
+)
+# The gate words of redact.py's key shapes (sk-, gh*_, AKIA/ASIA, xox*, AIza, *_live_/_test_, a
+# JWT's eyJ, a name of a secret): a token without any of them is never changed by redact().
+_SHAPE_GATE = re.compile(r"(?i)sk-|gh|akia|asia|xox|aiza|_live_|_test_|eyj|key|token|passw|secret|credential|bearer")
+_DATA_URL = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=\s]{16,}")
+_OMITTED = re.compile(r"\[\.\.\. (\d+) older identifiers omitted \.\.\.\]")
+
+_VERDICTS: dict[str, bool] = {}
+_VERDICTS_MAX = 65536
+
+
+class Redacted(str):
+    """A text :func:`redact` already ran over (the summary's own cleaning): not redacted again."""
+
+    __slots__ = ()
+
+
+def omission_marker(count: int) -> str:
+    return f"[... {count} older identifiers omitted ...]"
+
+
+def omitted_count(text: str) -> int:
+    """The count of the omission marker in ``text`` (0 without one)."""
+    match = _OMITTED.search(text)
+    return int(match.group(1)) if match else 0
+
+
+def is_identifier(token: str) -> bool:
+    """Whether a token :data:`_TOKEN` matched is an id or path (the rule of the module docstring)."""
+    verdict = _VERDICTS.get(token)  # ids and paths repeat across messages: decide each once
+    if verdict is None:
+        if len(_VERDICTS) >= _VERDICTS_MAX:
+            _VERDICTS.clear()
+        verdict = _VERDICTS[token] = _decide(token)
+    return verdict
+
+
+def _decide(token: str) -> bool:
+    if "/" in token:
+        return len(token) <= MAX_PATH and not contains_secret(token)
+    if len(token) > MAX_ID or _NUMBER_WORDS.fullmatch(token) or _DATE.match(token):
+        return False
+    # Without a separator: a sha, or a long single-case id (a ULID). Mixed case is a random key
+    # or base64 more often than an id, and a version word (sha256) is prose.
+    if (
+        "-" not in token
+        and "_" not in token
+        and not (_HEX.fullmatch(token) or (len(token) >= 10 and (token.isupper() or token.islower())))
+    ):
+        return False
+    return not (_SHAPE_GATE.search(token) and contains_secret(token))
+
+
+# Words without which no secret can reach a token of a text: each name :func:`redact` treats as
+# a secret (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*API_KEY*``, ``*CREDENTIAL*``, ``Bearer``,
+# ``PRIVATE KEY`` blocks) holds one. Key shapes (``sk-…``, ``AKIA…``, ``ghp_…``) are checked on
+# each token (:func:`is_identifier`), a JWT has dots (never one token), and a URL password is
+# followed by ``@``. A piece holding none of these words is not redacted.
+_NAME_GATES = ("key", "token", "passw", "secret", "credential", "bearer")
+
+
+def find(text: str) -> list[tuple[str, bool]]:
+    """``(token, is_data)`` for each distinct id and path of ``text``, in first-seen order."""
+    return _tiers(*_scan([text]))
+
+
+def collect(pieces: Iterable[str]) -> list[str]:
+    """The ids and paths of ``pieces`` (message texts, argument strings, earlier ledgers),
+    deduplicated in first-seen order, data in quotes.
+    """
+    return [f'"{token}"' if data else token for token, data in _tiers(*_scan(list(pieces)))]
+
+
+def _scan(pieces: list[str]) -> tuple[list[str], list[str]]:
+    """Every id and path of ``pieces`` in order, and their mentions in double quotes.
+
+    The pieces are scanned as one text: one regex call. A piece holding a gate word is redacted
+    first, on its own (an unclosed key block in one message cannot hide the next ones), unless
+    it is :class:`Redacted` already, and a token right after a secret name is dropped wherever
+    it occurs. The gate words are looked up once, in the joined text.
+    """
+    joined = "\n" + "\n".join(pieces)
+    lower = joined.lower()
+    hits = [hit for word in _NAME_GATES for hit in _finds(lower, word)]
+    deny: set[str] = set()
+    if hits:
+        if len(lower) == len(joined):  # positions in the lower-cased text are positions in the pieces
+            starts = list(accumulate(map(add, map(len, pieces), repeat(1)), initial=1))  # piece i: joined[starts[i]:]
+            gated = {bisect_right(starts, hit) - 1 for hit in hits}
+        else:  # lower() changed a length ("İ" becomes two characters): look in each piece
+            gated = {i for i, piece in enumerate(pieces) if any(word in piece.lower() for word in _NAME_GATES)}
+        for hit in hits:
+            match = _AFTER_SECRET_NAME.match(lower, hit)
+            if match:
+                deny.add(match.group(1))
+        pieces = list(pieces)
+        _redact_pieces(pieces, gated)
+        joined = "\n" + "\n".join(pieces)
+    joined = scrub(joined)
+    if "base64," in joined:
+        joined = _DATA_URL.sub(" ", joined)
+    get = _VERDICTS.get
+    found = [t for t in _TOKEN.findall(joined) if get(t) or (get(t) is None and is_identifier(t))]
+    if deny:
+        found = [t for t in found if t.lower() not in deny]
+    return found, _QUOTED.findall(joined) if '"' in joined else []
+
+
+def _finds(text: str, word: str) -> list[int]:
+    """Every position of ``word`` in ``text`` (``str.find``: a C scan)."""
+    found = []
+    position = text.find(word)
+    while position >= 0:
+        found.append(position)
+        position = text.find(word, position + len(word))
+    return found
+
+
+def _redact_pieces(pieces: list[str], gated: set[int]) -> None:
+    """Redact the ``gated`` pieces in place, each on its own (not those already :class:`Redacted`)."""
+    for index in gated:
+        if not isinstance(pieces[index], Redacted):
+            pieces[index] = redact(pieces[index])
+
+
+def _tiers(found: list[str], quoted: list[str]) -> list[tuple[str, bool]]:
+    """Each token once, in first-seen order; data when every mention of it was in quotes."""
+    if not quoted:
+        return [(token, False) for token in dict.fromkeys(found)]
+    counts = Counter(found)  # a dict: first-seen order
+    mentions = Counter(quoted)
+    return [(token, mentions[token] >= count) for token, count in counts.items()]
+
+
+def argument_text(parsed: Any) -> str:
+    """What of a tool call's decoded arguments is scanned: its one-line strings of at most
+    :data:`ARGUMENT_VALUE_MAX` characters (names, ids, paths, commands), at any depth; not file
+    bodies, patches or scripts (a write tool's files are in Modified artifacts).
+    """
+    if isinstance(parsed, str):
+        return parsed if len(parsed) <= ARGUMENT_VALUE_MAX and "\n" not in parsed else ""
+    values: list[str] = []
+    if type(parsed) is dict:  # the usual shape: one level of strings and numbers
+        for value in parsed.values():
+            kind = type(value)
+            if kind is str:
+                if len(value) <= ARGUMENT_VALUE_MAX and "\n" not in value:
+                    values.append(value)
+            elif kind is dict or kind is list:
+                break
+        else:
+            return " ".join(values)
+        values = []
+    stack = [parsed]
+    budget = 256  # values visited per call: arguments are small objects; a huge one is data
+    while stack and budget > 0:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(reversed(value.values()))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+        elif type(value) is str and len(value) <= ARGUMENT_VALUE_MAX and "\n" not in value:
+            values.append(value)
+        budget -= 1
+    return " ".join(values)
+
+
+def bound(items: list[str], limit: int) -> list[str]:
+    """``items`` whose rendered section (``## SECTION`` + ``- item`` lines) fits ``limit``.
+
+    When they do not all fit, data (quoted items) goes first, then the rest, oldest first. The
+    result starts with a marker counting every identifier dropped so far (``items`` may start
+    with one carried from an earlier generation), so nothing goes silently.
+    """
+    prior = 0
+    if items and items[0].startswith("[... ") and _OMITTED.fullmatch(items[0]):
+        prior = omitted_count(items[0])
+        items = items[1:]
+    heading = len(SECTION) + 6  # "\n\n## " + name + "\n"
+    total = sum(map(len, items)) + 3 * len(items)
+    if total + heading + (len(omission_marker(prior)) + 3 if prior else 0) <= limit:
+        return [omission_marker(prior), *items] if prior else list(items)
+    room = limit - heading - len(omission_marker(prior + len(items))) - 3
+    if '\n"' not in "\n" + "\n".join(items):  # no data: keep the newest that fit (all in C)
+        sizes = list(accumulate(map(add, map(len, reversed(items)), repeat(3))))
+        kept = items[len(items) - bisect_right(sizes, room) :]
+        return [omission_marker(prior + len(items) - len(kept)), *kept]
+    lengths = [len(item) + 3 for item in items]
+    keep = [True] * len(items)
+    for data_pass in (True, False):
+        for index, item in enumerate(items):
+            if total <= room:
+                break
+            if keep[index] and (item.startswith('"') or not data_pass):
+                keep[index] = False
+                total -= lengths[index]
+    kept = [item for item, flag in zip(items, keep, strict=True) if flag]
+    return [omission_marker(prior + len(items) - len(kept)), *kept]
