@@ -35,7 +35,11 @@ class AgentOptions:
     """How the agent interacts: approvals, streaming, where text and progress go."""
 
     yolo: bool = False
-    ask: Callable[[str], bool] | None = None  # interactive approval prompt; None = non-interactive
+    # The interactive approval prompt, called as ask(summary, preview): True/"y" runs the tool,
+    # "a" runs it and allows it for the rest of the session, "d" denies it for the session,
+    # anything else declines. None = non-interactive.
+    ask: Callable[..., bool | str] | None = None
+    preview: Callable[[Any], str | None] | None = None  # what the user sees of a prepared change (a diff)
     stream: bool | None = None
     out: TextIO = field(default_factory=lambda: sys.stdout)
     progress: Callable[[str], None] = lambda _message: None
@@ -77,6 +81,7 @@ class Agent:
         self.tool_schemas: list[dict[str, Any]] = [*BUILTIN_SCHEMAS, *runtime.manifest.model_tools()]
         self.stats = RunStats()
         self.history: list[dict[str, Any]] = []
+        self.session_rules: dict[str, str] = {}  # tool name -> "allow" | "deny", the user's "a" / "d"
 
     # -- session ------------------------------------------------------------------------
 
@@ -132,17 +137,23 @@ class Agent:
 
     # -- a task ---------------------------------------------------------------------------
 
-    def run(self, text: str) -> str:
-        """Run one user request to its final answer; returns the answer text."""
+    def run(self, text: str | None) -> str:
+        """Run one user request to its final answer; returns the answer text.
+
+        ``None``: a turn with no input of its own, started from what ``before_turn`` appends (the
+        console's queued steering input); nothing is sent when it appends nothing.
+        """
         content: Any = text
-        if self.hooks.has("user_input"):
+        if text is not None and self.hooks.has("user_input"):
             content = self.hooks.run("user_input", {"content": text}).get("content", text)
             if not isinstance(content, str | list):
                 raise WorkerFailure("user_input returned content that is neither text nor a list of parts")
-        working = [*self.history, {"role": "user", "content": content}]
+        working = [*self.history, {"role": "user", "content": content}] if text is not None else list(self.history)
         self.stats.turns += 1
-        for _ in range(self.options.max_steps):
+        for step in range(self.options.max_steps):
             working = self._before_turn(working)
+            if text is None and step == 0 and not any("_steering" in m for m in working[len(self.history):]):
+                return ""
             working, sent = self._ensure_budget(working)
             working, sent, reply = self._request(working, sent)
             self.stats.model_requests += 1
@@ -181,6 +192,7 @@ class Agent:
         injected = self.session.meta.get("context_state", {})
         appended, state = context_updates(data.get("context"), injected)
         self.session.meta["context_state"] = state
+        appended = [*appended, *_steering_messages(data.get("append"))]
         return [*working, *appended] if appended else working
 
     def _request(self, working: list[dict[str, Any]], sent: BudgetCheck | None) -> tuple[
@@ -348,7 +360,7 @@ class Agent:
             prepared = prepare(name, arguments, self.tool_context) if builtin else None
             summary = getattr(prepared, "summary", None) or f"{name} {raw_arguments[:200]}"
             default = "allow" if (builtin and name in FREE_TOOLS) or self.options.yolo else "ask"
-            refusal = self._approve(name, arguments, not builtin, default, summary)
+            refusal = self._approve(name, arguments, not builtin, default, summary, prepared)
             if refusal is not None:
                 return self._after_tool(call, name, refusal, [], True)
             self.options.progress(f"running {name}")
@@ -366,8 +378,18 @@ class Agent:
         except WorkerFailure as exc:
             return self._after_tool(call, name, f"error: {exc}", [], True)
 
-    def _approve(self, name: str, arguments: dict[str, Any], external: bool, default: str, summary: str) -> str | None:
-        """The approval gate; returns None to run, or the refusal the model gets."""
+    def _approve(self, name: str, arguments: dict[str, Any], external: bool, default: str, summary: str,
+                 prepared: Any = None) -> str | None:
+        """The approval gate; returns None to run, or the refusal the model gets.
+
+        The user's "deny for this session" refuses at once; "allow for this session" only turns
+        the core's proposal into allow: the ``tool_approval`` policy still has the last word.
+        """
+        rule = self.session_rules.get(name)
+        if rule == "deny":
+            return f"the user denied {name} for this session; it was not run"
+        if rule == "allow" and default == "ask":
+            default = "allow"
         decision = default
         if self.hooks.has("tool_approval"):
             try:
@@ -386,7 +408,13 @@ class Agent:
         if self.options.ask is None:
             return (f"not run: {name} needs the user's approval and this run is non-interactive; the user can "
                     "rerun with --yolo or allow the tool in approval.json")
-        if self.options.ask(summary):
+        detail = None
+        if self.options.preview is not None and prepared is not None:
+            detail = self.options.preview(prepared)
+        reply = self.options.ask(summary, detail)
+        if reply in ("a", "d"):
+            self.session_rules[name] = "allow" if reply == "a" else "deny"
+        if reply is True or reply in ("y", "a"):
             return None
         return f"the user declined {name}; it was not run"
 
@@ -413,3 +441,22 @@ def _size(message: dict[str, Any]) -> int:
         return len(orjson.dumps(message))
     except TypeError:
         return len(repr(message).encode("utf-8", "surrogatepass"))
+
+
+def _steering_messages(value: object) -> list[dict[str, Any]]:
+    """``before_turn``'s ``append``: queued user input (the console's steering), as user messages.
+
+    Only ``{"role": "user", "content": str, "_steering": id}`` is accepted, so a hook can add the
+    user's words at a request boundary but never a tool result or an assistant turn.
+    """
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise WorkerFailure("before_turn returned append that is not a list of user messages")
+    messages = []
+    for item in value:
+        if not (isinstance(item, dict) and item.get("role") == "user" and isinstance(item.get("content"), str)
+                and item["content"].strip() and isinstance(item.get("_steering"), str)):
+            raise WorkerFailure("before_turn's append must hold user messages with text content and a _steering id")
+        messages.append({"role": "user", "content": item["content"], "_steering": item["_steering"]})
+    return messages

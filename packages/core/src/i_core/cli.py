@@ -141,6 +141,53 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0 if outcome.committed else 1
 
 
+def cmd_sessions(args: argparse.Namespace) -> int:
+    """List the project's sessions, the most recently saved first (what ``i --continue`` would take)."""
+    import time
+
+    from i_protocol.workspace import canonical_workspace, workspace_id_for, workspace_state_dir
+
+    from .session import session_files, session_folders, session_info
+
+    try:
+        paths = paths_from_env()
+        workspace = canonical_workspace(args.C)
+        workspace_id = workspace_id_for(workspace, paths.data_dir)
+    except ProtocolError as exc:
+        raise ConfigError(str(exc)) from None
+    state_dir = workspace_state_dir(workspace_id, paths.data_dir)
+    infos = [session_info(path, workspace, workspace_id) for path in session_files(session_folders(workspace,
+                                                                                                 state_dir))]
+    if args.json:
+        _print_json([{"name": i.name, "path": str(i.path), "updated": time.strftime(
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(i.updated)), "messages": i.messages, "bytes": i.size,
+            "compactions": i.compactions, "precompact_backup": i.precompact, "problem": i.problem} for i in infos])
+        return 0
+    if not infos:
+        print(f"no sessions in {workspace} (looked in {', '.join(map(str, session_folders(workspace, state_dir)))})")
+        return 0
+    rows = [("NAME", "LAST ACTIVITY", "MESSAGES", "SIZE", "COMPACTIONS", "")]
+    for info in infos:
+        compactions = str(info.compactions) + (" +backup" if info.precompact else "")
+        where = "named" if info.path.parent == session_folders(workspace, state_dir)[0] else "default"
+        note = f"({info.problem})" if info.problem else where
+        rows.append((info.name, time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated)),
+                     str(info.messages) if info.problem is None else "-", _size(info.size),
+                     compactions if info.problem is None else "-", note))
+    widths = [max(len(row[c]) for row in rows) for c in range(5)]
+    for row in rows:
+        print("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:5])) + "  " + row[5])
+    return 0
+
+
+def _size(size: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024 or unit == "MiB":
+            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    return str(size)
+
+
 def cmd_cache_report(args: argparse.Namespace) -> int:
     """Run the cache module's report for a project (``<i-cache> report ...``)."""
     import subprocess
@@ -185,12 +232,17 @@ def _runtime_parser() -> argparse.ArgumentParser:
     which.add_argument("--session", metavar="FILE")
     which.add_argument("--session-name", metavar="NAME")
     compact.set_defaults(func=cmd_compact)
+    sessions = sub.add_parser("sessions",
+                              help="list the project's sessions, most recent first (i --continue takes the first)")
+    sessions.add_argument("-C", default=".", metavar="PROJECT", help="the project folder (default: .)")
+    sessions.add_argument("--json", action="store_true", help="machine-readable output")
+    sessions.set_defaults(func=cmd_sessions)
     report = sub.add_parser("cache-report", help="prompt-cache hit ratio of a project (from the cache module's stats)")
     report.add_argument("-C", default=".", metavar="PROJECT", help="the project folder (default: .)")
     report.add_argument("--config", metavar="FILE", help="cache.json to use (default: config_dir/cache.json)")
     report.add_argument("--json", action="store_true", help="machine-readable output")
     report.set_defaults(func=cmd_cache_report)
-    sub.add_parser("worker", help="run a worker bundled in the core: approval, prompts, skills")
+    sub.add_parser("worker", help="run a worker bundled in the core: approval, prompts, skills, steering")
     return parser
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,7 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="i", description="i: an agent runtime for the terminal.",
-        epilog="Runtime commands: i --runtime {init,manifest,paths,hook,compact,cache-report,worker} --help",
+        epilog="Runtime commands: i --runtime {init,manifest,paths,hook,compact,sessions,cache-report,worker} --help",
     )
     parser.add_argument("task", nargs="*", help="the task; without it, a console (TTY) or one request per stdin line")
     parser.add_argument("-C", dest="workspace", default=".", metavar="DIR", help="the project folder (default: .)")
@@ -33,45 +34,268 @@ def _parser() -> argparse.ArgumentParser:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--session", metavar="FILE", help="session file to continue or create")
     group.add_argument("--session-name", metavar="NAME", help="session in the project's .i/sessions/NAME.json")
+    group.add_argument("--continue", "-c", dest="continue_", action="store_true",
+                       help="continue the project's most recently saved session")
     parser.add_argument("--yolo", "--dangerously-skip-permissions", dest="yolo", action="store_true",
                         help="run every tool without asking (the approval policy can still deny)")
     parser.add_argument("--no-stream", action="store_true", help="wait for whole replies instead of streaming")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    parser.add_argument("--json", action="store_true",
+                        help="with a task: print one JSON object (answer, usage, tool calls, session, exit) on stdout")
     return parser
 
 
-class Progress:
-    """A one-line status on stderr while the model thinks or a tool runs; silent when not a TTY."""
+class Screen:
+    """The terminal as stdout (the answer) and stderr (progress, notes, prompts) share it.
 
-    def __init__(self, stream: TextIO, enabled: bool) -> None:
-        self.stream = stream
-        self.enabled = enabled and stream.isatty()
-        self.shown = False
+    The progress line lives on stderr and is erased *before* anything else is written, so the
+    answer is never overwritten; a progress line or note after streamed text that did not end its
+    line starts on a fresh line. Colour (dim notes) only on a TTY and without ``NO_COLOR``.
+    """
 
-    def __call__(self, message: str) -> None:
-        if self.enabled:
-            self.stream.write(f"\r\x1b[2K[i] {message}…")
-            self.stream.flush()
+    def __init__(self, out: TextIO, err: TextIO, *, progress: bool) -> None:
+        self.out, self.err = out, err
+        self.err_tty = err_tty = _isatty(err)
+        self.same_terminal = err_tty and _isatty(out)
+        self.progress_enabled = progress and err_tty
+        self.color = err_tty and "NO_COLOR" not in os.environ
+        self.shown = False  # a progress line is on screen
+        self.last_progress = ""
+        self.midline = False  # the answer's last text did not end its line
+        self.lock = threading.RLock()
+
+    def _dim(self, text: str) -> str:
+        return f"\x1b[2m{text}\x1b[0m" if self.color else text
+
+    def progress(self, message: str) -> None:
+        """Show ``[i] message…`` on its own line (replacing an earlier progress line)."""
+        if not self.progress_enabled:
+            return
+        with self.lock:
+            self._fresh_line()
+            self.err.write("\r\x1b[2K" + self._dim(f"[i] {message}…"))
+            self.err.flush()
             self.shown = True
+            self.last_progress = message
+
+    def typed_line(self, line: str) -> None:
+        """A note about a line the user typed mid-turn: the terminal echoed it onto the progress
+        line (the cursor is now below it), so that line is redrawn as the note, progress after it."""
+        with self.lock:
+            if self.shown:
+                self.err.write("\x1b[1A\r\x1b[2K")
+                self.shown = False
+            self.note(line, dim=True)
+            if self.last_progress:
+                self.progress(self.last_progress)
 
     def clear(self) -> None:
-        """Erase the status line."""
-        if self.shown:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()
-            self.shown = False
+        """Erase the progress line, leaving the cursor at its start."""
+        with self.lock:
+            if self.shown:
+                self.err.write("\r\x1b[2K")
+                self.err.flush()
+                self.shown = False
+
+    def interrupted(self) -> None:
+        """After Ctrl-C: the terminal echoed ``^C`` where the cursor was; erase it on its own row."""
+        with self.lock:
+            if self.shown:
+                self.clear()
+            elif not self.midline and self.err_tty:
+                self.err.write("\r\x1b[2K")
+                self.err.flush()
+
+    def _fresh_line(self) -> None:
+        if self.midline and self.same_terminal:
+            self.out.write("\n")
+            self.out.flush()
+            self.midline = False
+
+    def write(self, text: str) -> None:
+        """Answer text (streamed or whole) on stdout: the progress line goes first."""
+        with self.lock:
+            self.clear()
+            self.out.write(text)
+            self.out.flush()
+            if text:
+                self.midline = not text.endswith("\n")
+
+    def end_answer(self) -> None:
+        """The final newline after an answer whose text did not end with one."""
+        with self.lock:
+            self.clear()
+            if self.midline:
+                self.out.write("\n")
+                self.out.flush()
+                self.midline = False
+
+    def note(self, line: str, *, dim: bool = False, end: str = "\n") -> None:
+        """One line on stderr (a notice, a prompt, the status line) below whatever is on screen."""
+        with self.lock:
+            self.clear()
+            self._fresh_line()
+            self.err.write((self._dim(line) if dim else line) + end)
+            self.err.flush()
 
 
-def _ask_on_tty(progress: Progress) -> Callable[[str], bool]:
-    def ask(summary: str) -> bool:
-        progress.clear()
-        sys.stderr.write(f"[i] allow {summary}? [y/N] ")
-        sys.stderr.flush()
-        answer = sys.stdin.readline().strip().lower()
-        return answer in ("y", "yes")
+class _AnswerStream:
+    """What the agent writes streamed text to (``AgentOptions.out``)."""
+
+    def __init__(self, screen: Screen | None) -> None:
+        self.screen = screen
+
+    def write(self, text: str) -> int:
+        if self.screen is not None:
+            self.screen.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
+
+
+MAX_PREVIEW_LINES = 60
+
+
+def change_preview(prepared: object, limit: int = MAX_PREVIEW_LINES) -> str | None:
+    """A unified diff of what an ``edit`` or ``write`` would do, at most ``limit`` lines."""
+    import difflib
+
+    name = getattr(prepared, "name", None)
+    path = getattr(prepared, "path", None)
+    arguments = getattr(prepared, "arguments", None) or {}
+    if name not in ("edit", "write") or path is None:
+        return None
+    try:
+        old = Path(path).read_bytes().decode("utf-8", "replace") if Path(path).exists() else ""
+    except OSError:
+        return None
+    if name == "write":
+        new = str(arguments.get("content", ""))
+    else:
+        old_string, new_string = str(arguments.get("old_string", "")), str(arguments.get("new_string", ""))
+        new = old.replace(old_string, new_string) if arguments.get("replace_all") else \
+            old.replace(old_string, new_string, 1)
+    shown = str(arguments.get("path", path))
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{shown}", f"b/{shown}",
+                                      lineterm="", n=3))
+    if not lines:
+        return "(no change to the text)"
+    if len(lines) > limit:
+        rest = len(lines) - limit
+        lines = [*lines[:limit], f"… {rest} more line{'s' if rest != 1 else ''}"]
+    return "\n".join(_printable(line) for line in lines)
+
+
+def _printable(line: str) -> str:
+    # Terminal control characters from a file must not reach the terminal as such.
+    return "".join(ch if ch >= " " or ch == "\t" else f"\\x{ord(ch):02x}" for ch in line)
+
+
+_ANSWERS = {"y": "y", "yes": "y", "a": "a", "always": "a", "d": "d", "deny": "d", "n": "n", "no": "n"}
+
+
+def _ask_on_tty(screen: Screen, reader: _LineQueue | None = None) -> Callable[..., str]:
+    def ask(summary: str, detail: str | None = None) -> str:
+        if reader is not None:
+            reader.pause()
+        try:
+            if detail:
+                screen.note(detail)
+            screen.note(f"[i] allow {summary}? [y]es / [N]o / [a]lways this session / [d]eny this session: ",
+                        end="")
+            answer = sys.stdin.readline().strip().lower()
+        finally:
+            if reader is not None:
+                reader.resume()
+        return _ANSWERS.get(answer, "n")
 
     return ask
 
+
+class _LineQueue:
+    """While a turn runs, lines typed on the terminal are appended to the steering queue file.
+
+    A background thread polls stdin (the terminal is in its normal line mode while a turn runs) and
+    stops before the prompt comes back, so it never competes with readline.
+    """
+
+    def __init__(self, path: Path, screen: Screen) -> None:
+        self.path = path
+        self.screen = screen
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._buffer = b""
+        self.queued: list[str] = []
+        self.commands: list[str] = []
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="i-steering-reader", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+
+    pause = stop
+    resume = start
+
+    def _run(self) -> None:
+        import select
+
+        fd = sys.stdin.fileno()
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([fd], [], [], 0.05)
+                if not ready:
+                    continue
+                chunk = os.read(fd, 4096)
+            except (OSError, ValueError):
+                return
+            if not chunk:
+                return
+            self._buffer += chunk
+            while b"\n" in self._buffer:
+                line, self._buffer = self._buffer.split(b"\n", 1)
+                text = line.decode("utf-8", "replace").strip()
+                if text.startswith("/"):
+                    self.commands.append(text)  # a console command, run when the prompt is back
+                elif text:
+                    self.add(text)
+
+    def add(self, text: str) -> str:
+        """Append one entry to the queue file; its id."""
+        import uuid
+
+        import orjson
+
+        entry = {"id": uuid.uuid4().hex, "text": text, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, orjson.dumps(entry) + b"\n")
+        finally:
+            os.close(fd)
+        self.queued.append(entry["id"])
+        self.screen.typed_line(f"[i] queued for the next request: {text[:80]}")
+        return entry["id"]
+
+    def take_partial(self) -> str:
+        """A line typed but not finished when the turn ended (for the next prompt)."""
+        text, self._buffer = self._buffer.decode("utf-8", "replace"), b""
+        return text.strip()
 
 def _session_path(args: argparse.Namespace, workspace: str, state_dir: Path) -> Path:
     from .session import session_path_for_name
@@ -84,16 +308,31 @@ def _session_path(args: argparse.Namespace, workspace: str, state_dir: Path) -> 
     return state_dir / "sessions" / f"{stamp}-{os.getpid()}.json"
 
 
+def _continue_path(workspace: str, workspace_id: str, state_dir: Path) -> Path:
+    from .session import latest_session
+
+    path = latest_session(workspace, workspace_id, state_dir)
+    if path is None:
+        raise ConfigError(f"--continue: {workspace} has no saved session of this workspace to continue "
+                          "(`i --runtime sessions` lists them)")
+    return path
+
+
 def run_console(argv: list[str]) -> int:
     """Run the agent as the command line asks; expected failures raise CoreError."""
     from i_protocol import paths_from_env
 
     from .agent import Agent, AgentOptions
     from .config import load_api_config
+    from .hooks import HookRunner
     from .runtime import Runtime
+    from .selection import with_steering
     from .session import open_session
 
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.json and not args.task:
+        parser.error("--json needs a task: i \"task\" --json")
     paths = paths_from_env()
     config_path = Path(args.config) if args.config else Path(paths.config_dir) / "config.json"
     config = load_api_config(config_path)
@@ -104,62 +343,201 @@ def run_console(argv: list[str]) -> int:
             raise ConfigError(
                 f"{config.source}: the environment variable {config.api_key_env} (api_key_env) is not set")
     manifest = Path(args.manifest) if args.manifest else None
-    with Runtime(args.workspace, manifest_path=manifest, io_limit_bytes=config.io_limit_bytes, paths=paths) as runtime:
-        session = open_session(_session_path(args, runtime.workspace, runtime.state_dir), runtime.workspace,
-                               runtime.workspace_id, private=not (args.session or args.session_name))
-        progress = Progress(sys.stderr, not args.quiet)
-        interactive = sys.stdin.isatty() and sys.stderr.isatty()
-        options = AgentOptions(yolo=args.yolo, ask=_ask_on_tty(progress) if interactive else None,
-                               stream=False if args.no_stream else None, progress=progress)
+    interactive = not args.task and sys.stdin.isatty() and sys.stderr.isatty()
+    runtime = Runtime(args.workspace, manifest_path=manifest, io_limit_bytes=config.io_limit_bytes, paths=paths)
+    if args.continue_:
+        session_file = _continue_path(runtime.workspace, runtime.workspace_id, runtime.state_dir)
+    else:
+        session_file = _session_path(args, runtime.workspace, runtime.state_dir)
+    screen = Screen(sys.stdout, sys.stderr, progress=not args.quiet)
+    reader = None
+    if interactive:
+        # The console's steering worker: profiles do not remove it, bindings.json may replace it.
+        queue = session_file.expanduser().absolute().with_name(session_file.name.removesuffix(".json") +
+                                                              ".queue.jsonl")
+        runtime.manifest = with_steering(runtime.manifest, runtime.config_dir, queue)
+        runtime.hooks = HookRunner(runtime.manifest, runtime.pool,
+                                   {"workspace": runtime.workspace, "workspace_id": runtime.workspace_id})
+        reader = _LineQueue(queue, screen)
+    with runtime:
+        session = open_session(session_file, runtime.workspace, runtime.workspace_id,
+                               private=not (args.session or args.session_name or args.continue_))
+        if reader is not None:
+            reader.path.parent.mkdir(parents=True, exist_ok=True)
+        ask = _ask_on_tty(screen, reader) if sys.stdin.isatty() and sys.stderr.isatty() else None
+        options = AgentOptions(yolo=args.yolo, ask=ask, preview=change_preview,
+                               stream=False if args.no_stream else None, progress=screen.progress,
+                               out=_AnswerStream(None if args.json else screen))  # type: ignore[arg-type]
         agent = Agent(runtime, config, session, options)
+        meter = _UsageMeter(agent)
+        answer: str | None = None
+        failure: BaseException | None = None
         try:
             agent.start()
+            if args.continue_ and not args.quiet:
+                screen.note(f"[i] continuing {session.path} ({len(session.messages)} messages)", dim=True)
             if args.task:
-                _one(agent, " ".join(args.task), progress)
+                answer = _one(agent, " ".join(args.task), screen, show=not args.json)
             elif interactive:
-                _console(agent, progress)
+                assert reader is not None
+                _console(agent, screen, reader, meter)
             else:
                 for line in sys.stdin:
                     if line.strip():
-                        _one(agent, line.strip(), progress)
+                        _one(agent, line.strip(), screen)
+        except KeyboardInterrupt as exc:
+            _stop_interrupted(exc)
+            failure = exc
+            raise
+        except BaseException as exc:
+            failure = exc
+            raise
         finally:
-            progress.clear()
+            screen.end_answer()
             agent.close()
             session.close()
+            if args.json:
+                _print_json_result(agent, session.path, answer, meter, failure)
             if not args.quiet:
                 _summary(agent, session.path)
     return 0
 
 
-def _one(agent: object, text: str, progress: Progress) -> None:
+class _UsageMeter:
+    """Usage summed over a run's model requests (the agent keeps only the last one)."""
+
+    def __init__(self, agent: object) -> None:
+        from .agent import Agent
+
+        assert isinstance(agent, Agent)
+        self.total: dict[str, int] = {}
+        self.requests = 0
+        model = agent.model
+        complete = model.complete
+
+        def counted(*args: object, **kwargs: object) -> object:
+            reply = complete(*args, **kwargs)  # type: ignore[arg-type]
+            self.requests += 1
+            for key, value in (getattr(reply, "usage", None) or {}).items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    self.total[key] = self.total.get(key, 0) + value
+            return reply
+
+        model.complete = counted  # type: ignore[method-assign,assignment]
+
+
+def _print_json_result(agent: object, path: Path, answer: str | None, meter: _UsageMeter,
+                       failure: BaseException | None) -> None:
+    """``i "task" --json``: one JSON object on stdout, whatever happened."""
+    import orjson
+
+    from .agent import Agent
+    from .cli import describe_failure
+    from .errors import EXIT_INTERRUPTED
+
+    assert isinstance(agent, Agent)
+    result: dict[str, object] = {
+        "answer": answer,
+        "exit": 0,
+        "error": None,
+        "usage": {"requests": meter.requests, **meter.total, "last": agent.model.last_usage},
+        "tool_calls": list(agent.stats.tools_used),
+        "compactions": agent.stats.compactions,
+        "compact_attempts": agent.stats.compact_attempts,
+        "budget": agent.stats.last_budget,
+        "session": str(path) if path.exists() else None,
+    }
+    if isinstance(failure, KeyboardInterrupt):
+        result.update(exit=EXIT_INTERRUPTED, error="interrupted")
+    elif isinstance(failure, SystemExit):
+        result.update(exit=failure.code if isinstance(failure.code, int) else 1, error="terminated")
+    elif failure is not None:
+        message, code = describe_failure(failure)
+        result.update(exit=code, error=message)
+    sys.stdout.write(orjson.dumps(result, default=str).decode() + "\n")
+    sys.stdout.flush()
+
+
+def _stop_interrupted(exc: BaseException) -> None:
+    """After Ctrl-C: kill what the interrupted call was running (no replay).
+
+    The frames the KeyboardInterrupt passed through name it: a shell tool's process (its whole
+    process group, started with ``start_new_session``) and a worker caught mid-call (killed, so the
+    pool evicts it and a later call starts a fresh one instead of reading a stale answer).
+    """
+    import signal
+    import subprocess
+
+    from i_protocol.host import WorkerProcess
+
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, WorkerProcess):
+            owner.kill()
+        process = frame.f_locals.get("process")
+        if isinstance(process, subprocess.Popen) and frame.f_globals.get("__name__", "").startswith("i_core.tools"):
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        tb = tb.tb_next
+
+
+def _one(agent: object, text: str | None, screen: Screen, *, show: bool = True) -> str:
     from .agent import Agent
 
     assert isinstance(agent, Agent)
     answer = agent.run(text)
-    progress.clear()
-    if agent.model.stream:
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(answer + "\n")
-    sys.stdout.flush()
+    if show and not agent.model.stream:
+        screen.write(answer)
+    screen.end_answer()
+    return answer
 
 
-def _console(agent: object, progress: Progress) -> None:
+def _console(agent: object, screen: Screen, reader: _LineQueue, meter: _UsageMeter) -> None:
+    import copy
+
     from .agent import Agent
     from .compaction import describe
 
     assert isinstance(agent, Agent)
     try:
-        import readline  # noqa: F401  (line editing and history for input())
+        import readline
     except ImportError:
-        pass
-    sys.stderr.write("i — type a request; /compact, /exit\n")
+        readline = None  # type: ignore[assignment]
+    screen.note("i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /exit")
+    prefill = ""
+    armed = False  # the last thing was a Ctrl-C: one more at the prompt exits
     while True:
+        if readline is not None and prefill:
+            def insert(text: str = prefill) -> None:
+                readline.insert_text(text)
+
+            readline.set_startup_hook(insert)
         try:
-            line = input("> ")
+            line = reader.commands.pop(0) if reader.commands else input("> ")
         except EOFError:
-            sys.stderr.write("\n")
+            screen.note("")
             return
+        except KeyboardInterrupt:
+            if armed:
+                screen.note("")
+                return
+            armed = True
+            screen.note("\n[i] Ctrl-C again to exit", dim=True)
+            prefill = ""
+            continue
+        finally:
+            if readline is not None:
+                readline.set_startup_hook(None)
+        prefill = ""
+        armed = False
         text = line.strip()
         if not text:
             continue
@@ -167,16 +545,105 @@ def _console(agent: object, progress: Progress) -> None:
             return
         if text == "/compact":
             try:
-                sys.stderr.write(describe(agent.compact(agent.history, force=True)) + "\n")
+                screen.note(describe(agent.compact(agent.history, force=True)))
             except CoreError as exc:
-                progress.clear()
-                sys.stderr.write(f"i: {exc}\n")
+                screen.note(f"i: {exc}")
             continue
+        session = agent.session
+        saved, meta = session.messages, copy.deepcopy(session.meta)
+        before = agent.history
+        reader.start()
         try:
-            _one(agent, text, progress)
+            _one(agent, text, screen)
+        except KeyboardInterrupt as exc:
+            _stop_interrupted(exc)
+            screen.interrupted()
+            screen.end_answer()
+            # Nothing of the turn after the last checkpoint stays, in memory as on disk.
+            agent.history = list(session.messages) if session.messages else before
+            if session.messages is saved:
+                session.meta.clear()
+                session.meta.update(meta)
+            screen.note("[i] cancelled; nothing after the last checkpoint was saved (Ctrl-C again to exit)",
+                        dim=True)
+            prefill = text
+            armed = True
+            continue
         except CoreError as exc:
-            progress.clear()
-            sys.stderr.write(f"i: {exc}\n")
+            screen.end_answer()
+            screen.note(f"i: {exc}")
+        finally:
+            reader.stop()
+            partial = reader.take_partial()
+            if partial and not prefill:
+                prefill = partial
+        screen.note(status_line(agent), dim=True)
+        if _pending(agent, reader) and not prefill:
+            # Typed while the model worked and not delivered inside that turn: the next user message.
+            _queued_turn(agent, screen, reader)
+
+
+def _pending(agent: object, reader: _LineQueue) -> list[str]:
+    """Queued ids no message of the history carries yet."""
+    from .agent import Agent
+
+    assert isinstance(agent, Agent)
+    delivered = {m.get("_steering") for m in agent.history if isinstance(m, dict)}
+    return [ident for ident in reader.queued if ident not in delivered]
+
+
+def _queued_turn(agent: object, screen: Screen, reader: _LineQueue) -> None:
+    """Turns that start from the queue alone (``Agent.run(None)``), while anything is pending."""
+    from .agent import Agent
+
+    assert isinstance(agent, Agent)
+    while _pending(agent, reader):
+        before = len(agent.history)
+        reader.start()
+        try:
+            _one(agent, None, screen)
+        except KeyboardInterrupt as exc:
+            _stop_interrupted(exc)
+            screen.interrupted()
+            screen.end_answer()
+            agent.history = list(agent.session.messages) or agent.history
+            screen.note("[i] cancelled; the queued input stays queued for the next request", dim=True)
+            return
+        except CoreError as exc:
+            screen.end_answer()
+            screen.note(f"i: {exc}")
+            return
+        finally:
+            reader.stop()
+        screen.note(status_line(agent), dim=True)
+        if len(agent.history) == before:
+            return  # the steering worker delivered nothing (replaced by one that does not?)
+
+
+def status_line(agent: object) -> str:
+    """Tokens of the last request, cache share, context used of the window, compactions."""
+    from .agent import Agent
+
+    assert isinstance(agent, Agent)
+    usage = agent.model.last_usage or {}
+    tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
+    parts = []
+    if isinstance(tokens_in, int) and isinstance(tokens_out, int):
+        tokens = f"tokens in {tokens_in:,} / out {tokens_out:,}"
+        cached = usage.get("cache_read_tokens")
+        if isinstance(cached, int) and tokens_in > 0:
+            tokens += f" (cache read {round(100 * cached / tokens_in)}%)"
+        parts.append(tokens)
+    else:
+        parts.append("tokens unknown")
+    budget = agent.stats.last_budget or {}
+    estimate, window = budget.get("estimate"), budget.get("context_window")
+    if isinstance(estimate, int) and isinstance(window, int) and window > 0:
+        parts.append(f"context {estimate:,} of {window:,} ({round(100 * estimate / window)}%)")
+    else:
+        parts.append("context unknown (no budget module)")
+    parts.append(f"{agent.stats.compactions} compaction{'s' if agent.stats.compactions != 1 else ''}")
+    return "[i] " + " · ".join(parts)
 
 
 def _summary(agent: object, path: Path) -> None:

@@ -200,3 +200,14 @@ def parse_manifest(raw: dict[str, Any], base_dir: Path, source: str) -> Manifest
             raise ConfigError(f"{source}: provider must be an object with exec and optional cwd")
         provider = _parse_exec(provider_raw, base_dir, f"{source}: provider")
     return Manifest(tools=tools, hooks=hooks, provider=provider, source=source)
+
+
+def with_hook(manifest: Manifest, entry: dict[str, Any], base_dir: Path) -> Manifest:
+    """``manifest`` with one more hook entry (``{"events", "exec", "cwd"?, "module"?}``) after the others."""
+    events = entry.get("events")
+    if not isinstance(events, list) or not events or not all(isinstance(e, str) for e in events):
+        raise ConfigError(f"{manifest.source}: an injected hook needs a non-empty events list")
+    hook = HookEntry(events=tuple(events), exec=_parse_exec(entry, base_dir, "injected hook"),
+                     module=entry.get("module"))
+    return Manifest(tools=manifest.tools, hooks=(*manifest.hooks, hook), provider=manifest.provider,
+                    source=manifest.source)

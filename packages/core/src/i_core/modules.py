@@ -70,6 +70,9 @@ MODULES: dict[str, ModuleSpec] = {
         ModuleSpec("cache", events=("before_request", "request_retry", "after_response"),
                    package="i-worker-cache", script="i-cache"),
         ModuleSpec("responses", events=("before_request", "after_response"), bundled=True, available=False),
+        # Injected by the interactive console whatever the profile (never part of one): lines typed
+        # while the model works, from the queue file named by an appended `--queue PATH`.
+        ModuleSpec("steering", events=("before_turn", "after_save"), bundled=True),
     )
 }
 
@@ -90,6 +93,10 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "responses-budget": ("responses", "budget"),
     "responses-compact": ("responses", "budget", "compact"),
 }
+
+
+CONSOLE_MODULES = ("steering",)
+"""Modules the console adds itself: profiles and plugins.json's ``disabled`` do not remove them."""
 
 
 def profile_modules(profile: str) -> tuple[str, ...]:

@@ -148,6 +148,17 @@ def generate_manifest(
     return manifest
 
 
+def with_steering(manifest: Manifest, config_dir: Path, queue: Path) -> Manifest:
+    """``manifest`` plus the console's steering hook (its binding, else the bundled worker) with
+    ``--queue QUEUE`` appended to its argv; it runs after every other hook of its events."""
+    from .manifest import with_hook
+
+    where = module_exec("steering", load_bindings(config_dir), config_dir)
+    entry = {"events": list(MODULES["steering"].events), **where,
+             "exec": [*where["exec"], "--queue", str(queue)], "module": "steering"}
+    return with_hook(manifest, entry, config_dir)
+
+
 def load_active_manifest(config_dir: Path, explicit: Path | None = None) -> Manifest:
     """The manifest a session uses: ``--manifest FILE`` as written, else builtin.json resolved now.
 

@@ -203,3 +203,80 @@ def _read(path: Path, workspace: str, workspace_id: str) -> Session:
         )
     meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
     return Session(path=path, workspace=workspace, workspace_id=workspace_id, messages=doc["messages"], meta=meta)
+
+
+# -- finding sessions (read only: `i --continue`, `i --runtime sessions`) ---------------------------
+
+
+@dataclass
+class SessionInfo:
+    """What `i --runtime sessions` shows of one session file (read without taking its lock)."""
+
+    path: Path
+    updated: float
+    """The file's mtime: the last checkpoint."""
+    size: int
+    messages: int = 0
+    compactions: int = 0
+    """Compaction summaries (``_compaction`` messages) in the history."""
+    precompact: bool = False
+    """A ``<session>.precompact.json`` backup sits beside it."""
+    problem: str | None = None
+    """Why it cannot be continued here (another workspace, corrupt, ...); None when it can."""
+
+    @property
+    def name(self) -> str:
+        """The file name without ``.json`` (what ``--session-name`` takes for a project session)."""
+        return self.path.name.removesuffix(".json")
+
+
+def session_folders(workspace: str, state_dir: Path) -> list[Path]:
+    """Where a project's sessions live: ``<project>/.i/sessions`` (named) and the state folder (default)."""
+    return [Path(workspace) / ".i" / "sessions", Path(state_dir) / "sessions"]
+
+
+def session_files(folders: list[Path]) -> list[Path]:
+    """Session files in ``folders``, the most recently saved first (backups and temporaries left out)."""
+    found: list[tuple[float, str, Path]] = []
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if not name.endswith(".json") or name.endswith(".precompact.json") or name.startswith("."):
+                continue
+            try:
+                if entry.is_file():
+                    found.append((entry.stat().st_mtime, name, Path(entry.path)))
+            except OSError:
+                continue
+    found.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return [path for _mtime, _name, path in found]
+
+
+def session_info(path: Path, workspace: str, workspace_id: str) -> SessionInfo:
+    """Read ``path`` with the same checks as open_session (format, workspace) but without locking it."""
+    try:
+        stat_result = path.stat()
+    except OSError as exc:
+        return SessionInfo(path, 0.0, 0, problem=os_problem(exc))
+    info = SessionInfo(path, stat_result.st_mtime, stat_result.st_size,
+                       precompact=path.with_name(path.name.removesuffix(".json") + ".precompact.json").exists())
+    try:
+        session = _read(path, workspace, workspace_id)
+    except SessionError as exc:
+        info.problem = str(exc).removeprefix(f"{path}: ")
+        return info
+    info.messages = len(session.messages)
+    info.compactions = sum(1 for message in session.messages if isinstance(message, dict) and "_compaction" in message)
+    return info
+
+
+def latest_session(workspace: str, workspace_id: str, state_dir: Path) -> Path | None:
+    """The project's most recently saved session that belongs to this workspace, or None."""
+    for path in session_files(session_folders(workspace, state_dir)):
+        if session_info(path, workspace, workspace_id).problem is None:
+            return path
+    return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-BUNDLED = ("approval", "prompts", "skills")
+BUNDLED = ("approval", "prompts", "skills", "steering")
 
 
 def run(name: str, argv: list[str]) -> int:
@@ -13,6 +13,10 @@ def run(name: str, argv: list[str]) -> int:
         from .prompts import worker
     elif name == "skills":
         from .skills import worker
+    elif name == "steering":
+        from .steering import main
+
+        return main(argv)
     else:
         import sys
 
