@@ -36,6 +36,22 @@ for raw in sys.stdin.buffer:
         out.write(b'{"id":%d,"da' % rid)
         out.flush()
         os._exit(1)
+    elif mode == "surrogate_escape":
+        # What Python's json.dumps writes for an undecodable file name: the escape \udce9, as ASCII.
+        out.write(json.dumps({"id": rid, "data": {"name": "caf\udce9", "echo": request["data"]}}).encode() + b"\n")
+    elif mode == "latin1_bytes":
+        # A raw ISO-8859-1 byte inside the JSON: not UTF-8, so not a frame.
+        out.write(b'{"id":%d,"data":{"name":"caf\xe9"}}\n' % rid)
+    elif mode == "broken_json":
+        out.write(b'{"id":%d,"data":{"name":}\n' % rid)
+    elif mode == "exit_leaving_grandchild":
+        import subprocess
+
+        # The helper inherits stdout (and stdin, stderr) and outlives the worker: EOF never comes.
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        with open(os.environ["CHILD_PID_FILE"], "w") as handle:
+            handle.write(str(child.pid))
+        os._exit(int(request["data"].get("status", 3)))
     elif mode == "spawn_child_and_hang":
         import subprocess
 

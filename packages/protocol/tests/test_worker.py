@@ -6,7 +6,7 @@ import subprocess
 import orjson
 import pytest
 
-from i_protocol import MAX_FRAME_BYTES, PROTOCOL_VERSION, Worker, WorkerError
+from i_protocol import MAX_FRAME_BYTES, PROTOCOL_VERSION, Worker, WorkerError, decode_frame
 
 
 def make_worker() -> Worker:
@@ -44,7 +44,7 @@ def serve(worker: Worker, payload: bytes) -> tuple[list[dict], int]:
     reader, writer = io.BytesIO(payload), io.BytesIO()
     code = worker.serve(reader, writer)
     lines = writer.getvalue().splitlines()
-    return [orjson.loads(line) for line in lines], code
+    return [decode_frame(line) for line in lines], code
 
 
 def frames(*messages: dict) -> bytes:
@@ -171,10 +171,15 @@ def test_response_that_cannot_be_encoded_becomes_an_error_frame():
 
     @worker.hook("x")
     def bad(data, request):
-        return {"text": "\udcff"}
+        return {"text": object()}
 
-    responses, _ = serve(worker, frames({"id": 1, "event": "x", "data": {}}))
+    @worker.hook("y")
+    def undecodable(data, request):
+        return {"text": "\udcff"}  # a lone surrogate is not a reason to refuse: it is escaped
+
+    responses, _ = serve(worker, frames({"id": 1, "event": "x", "data": {}}, {"id": 2, "event": "y", "data": {}}))
     assert responses[0]["id"] == 1 and "response rejected" in responses[0]["error"]
+    assert responses[1] == {"id": 2, "data": {"text": "\udcff"}}
 
 
 def test_registration_rules():

@@ -15,8 +15,6 @@ import sys
 import traceback
 from pathlib import Path
 
-import orjson
-
 from i_protocol import PROTOCOL_VERSION, ProtocolError, paths_from_env
 
 from .__about__ import __version__
@@ -39,7 +37,10 @@ def version_line() -> str:
 
 
 def _print_json(value: object) -> None:
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+    from i_protocol.jsonsafe import dumps_safe
+
+    # A path with undecodable bytes stays lossless (its JSON escape) instead of crashing the print.
+    sys.stdout.write(dumps_safe(value, indent=True).decode() + "\n")
 
 
 def _config_dir() -> Path:
@@ -102,8 +103,10 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
     raw = sys.stdin.buffer.read()
     try:
-        data = orjson.loads(raw) if raw.strip() else {}
-    except orjson.JSONDecodeError as exc:
+        from i_protocol.jsonsafe import loads_safe
+
+        data = loads_safe(raw) if raw.strip() else {}
+    except ValueError as exc:  # orjson's and json's decode errors are both ValueErrors
         raise ConfigError(f"stdin is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError("stdin must hold a JSON object (the event's data)")

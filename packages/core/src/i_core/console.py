@@ -320,6 +320,9 @@ def _continue_path(workspace: str, workspace_id: str, state_dir: Path) -> Path:
 
 def run_console(argv: list[str]) -> int:
     """Run the agent as the command line asks; expected failures raise CoreError."""
+    if hasattr(sys.stdin, "reconfigure"):
+        # A stdin line with bytes that are not UTF-8 keeps them (as lone surrogates), like argv does.
+        sys.stdin.reconfigure(errors="surrogateescape")
     from i_protocol import paths_from_env
 
     from .agent import Agent, AgentOptions

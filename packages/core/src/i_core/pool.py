@@ -1,7 +1,9 @@
 """The worker host: one persistent process per (argv, canonical cwd), called sequentially.
 
-No replay: a failed call is not retried. Any failure (timeout, protocol violation, error frame)
-evicts the worker and kills its whole process group; a later call starts a fresh one.
+No replay: a failed call is not retried. Any failure (timeout, protocol violation, error frame,
+the worker exiting mid-call) evicts the worker and kills its whole process group; a later call
+starts a fresh one. Every group is registered with i-protocol's reaper, so workers and their
+children die with the core even when it is SIGKILLed (see packages/protocol/README.md).
 """
 
 from __future__ import annotations
@@ -21,6 +23,20 @@ DEADLINE_S = 15.0
 DEFAULT_IO_LIMIT = 1024 * 1024
 # The only variables a worker inherits (plus the four I_*_DIR): never API keys, never the approval token.
 _PASSED_THROUGH = ("PATH", "SystemRoot", "TEMP", "TMP", "HOME", "USERPROFILE")
+
+
+def worker_name(argv: tuple[str, ...] | list[str]) -> str:
+    """How errors name a worker: its program, or for an interpreter the script or module it runs."""
+    base = os.path.basename(argv[0])
+    if not base.lower().startswith(("python", "pypy")) or len(argv) < 2:
+        return base
+    args = list(argv[1:])
+    if args[:1] == ["-m"] and len(args) > 1:
+        if args[1] == "i_core" and args[2:4] == ["--runtime", "worker"] and len(args) > 4:
+            return f"i --runtime worker {args[4]}"  # a module bundled in the core
+        return args[1]
+    script = next((a for a in args if not a.startswith("-")), None)
+    return os.path.basename(script) if script else base
 
 
 def worker_environment(paths: Paths, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -68,7 +84,7 @@ class WorkerPool:
                 worker.kill()
             try:
                 worker = WorkerProcess.spawn(spec.argv, cwd=spec.cwd, env=self._env, stderr_limit=self._io_limit,
-                                             name=os.path.basename(spec.argv[0]))
+                                             name=worker_name(spec.argv))
             except CallError as exc:
                 raise WorkerFailure(str(exc)) from None
             self._workers[spec.key] = worker

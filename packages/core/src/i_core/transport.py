@@ -231,7 +231,11 @@ class Transport:
         event went to ``on_event``. ``on_retry(attempt, reason)`` runs before each physical retry."""
         if stream and on_event is None:
             raise ValueError("a streamed post needs on_event")
-        payload = orjson.dumps(body)
+        from i_protocol.jsonsafe import dumps_printable
+
+        # Undecodable text (a lone surrogate from a Latin-1 file name) goes to the model as \xNN:
+        # lossy on purpose, while the session and the workers keep the real bytes.
+        payload = dumps_printable(body)
         attempt = 0
         while True:
             try:

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from .errors import ConfigError
+from .jsonsafe import loads_safe
 
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -61,7 +62,7 @@ def read_json_object(path: str, *, what: str = "config", limit: int = MAX_CONFIG
     if len(raw) > limit:
         raise ConfigError(f"{path}: {what} is larger than {limit} bytes")
     try:
-        data = orjson.loads(raw)
+        data = loads_safe(raw)
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"{path}: {what} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):

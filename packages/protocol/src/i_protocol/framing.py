@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .errors import FrameError
+from .jsonsafe import dumps_safe, loads_safe, utf8_error
 
 if TYPE_CHECKING:
     from typing import BinaryIO
@@ -18,9 +19,12 @@ _ID_PATTERN = rb'^\s*\{\s*"id"\s*:\s*(\d{1,20})\s*[,}]'
 
 
 def encode_frame(message: dict[str, Any]) -> bytes:
-    """Serialise one message to a newline-terminated frame, refusing frames over the limit."""
+    """Serialise one message to a newline-terminated frame, refusing frames over the limit.
+
+    Lone surrogates (undecodable text) are written as ``\\udcXX`` escapes, losslessly.
+    """
     try:
-        body = orjson.dumps(message)
+        body = dumps_safe(message)
     except TypeError as exc:
         raise FrameError(f"frame is not JSON-serialisable: {exc}") from None
     if len(body) + 1 > MAX_FRAME_BYTES:
@@ -35,12 +39,22 @@ def decode_frame(line: bytes) -> dict[str, Any]:
     if len(line) > MAX_FRAME_BYTES:
         raise FrameError(f"frame of {len(line)} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
     try:
-        value = orjson.loads(line)
+        value = loads_safe(line)
     except orjson.JSONDecodeError as exc:
-        raise FrameError(f"frame is not valid JSON: {exc}") from None
+        raise FrameError(describe_invalid(line, exc)) from None
     if not isinstance(value, dict):
         raise FrameError(f"frame must be a JSON object, got {type(value).__name__}")
     return value
+
+
+def describe_invalid(line: bytes, exc: Exception) -> str:
+    """Why ``line`` is not a frame, naming the first byte that is not UTF-8 when that is the cause."""
+    bad = utf8_error(line)
+    if bad is not None:
+        return (f"frame is not valid UTF-8 ({bad}): frames are UTF-8 JSON, and undecodable text must be "
+                "sent as a JSON escape of its lone surrogate (\\udce9 for the byte 0xe9, as Python's "
+                "json.dumps writes it)")
+    return f"frame is not valid JSON: {exc}"
 
 
 def peek_id(line: bytes) -> int | None:

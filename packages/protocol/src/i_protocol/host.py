@@ -2,6 +2,15 @@
 
 The core's worker pool is built on this; third-party hosts can use it directly. Shutdown follows
 close stdin -> wait -> SIGTERM the process group -> wait -> SIGKILL.
+
+Two things a pipe alone cannot tell the host are watched as well:
+
+- **a worker that dies mid-call** while a helper it started still holds its stdout (so EOF never
+  comes): the read loop also watches the child's exit (a pidfd on Linux >= 5.3, else a poll every
+  0.1 s) and fails the call at once;
+- **a host that dies** (SIGKILL, OOM) while a worker is busy or ignores end of input: every worker's
+  process group is registered with one small reaper process per host (``/bin/sh``, its own session),
+  which SIGKILLs the groups still registered when the host's end of its pipe closes.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,12 +30,14 @@ import orjson
 
 from .errors import CallError, CallTimeout, ErrorFrame, FrameError
 from .framing import MAX_FRAME_BYTES, encode_frame, is_unsigned_id
+from .jsonsafe import dumps_safe, loads_safe, utf8_error
 
 DEFAULT_DEADLINE_S = 15.0
 DEFAULT_STDERR_LIMIT = 1024 * 1024
 _READ_CHUNK = 1 << 20
 
 
+_EXIT_POLL_S = 0.1  # without a pidfd: how often a waiting call checks that the worker still lives
 _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = 1031  # Linux fcntl: set a pipe's capacity
 
@@ -39,6 +51,101 @@ def _widen_pipe(fd: int) -> None:
         fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_BYTES)
     except (ImportError, OSError, AttributeError):
         pass
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd of ``pid`` (readable once it exits), or None where there is none (not Linux >= 5.3)."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return int(opener(pid))
+    except OSError:
+        return None
+
+
+# The reaper reads "+PGID" / "-PGID" lines; at end of input (the host exited or was killed) it
+# SIGKILLs every group still registered. POSIX sh, so it costs ~1 ms to start and nothing to run.
+_REAPER_SCRIPT = """
+trap '' INT HUP PIPE
+groups=' '
+while IFS= read -r line; do
+  case $line in
+    +[0-9]*) groups="$groups${line#+} " ;;
+    -[0-9]*) p=${line#-}
+      case $groups in *" $p "*) groups="${groups%% $p *} ${groups#* $p }" ;; esac ;;
+  esac
+done
+for p in $groups; do kill -s KILL -- "-$p" 2>/dev/null; done
+"""
+
+
+class _Reaper:
+    """One ``sh`` per host process that kills the registered worker groups when the host dies."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._groups: set[int] = set()
+        self._owner = 0
+
+    @property
+    def pid(self) -> int | None:
+        """The reaper's process id while it runs (for tests and diagnostics)."""
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
+    def register(self, pgid: int) -> None:
+        with self._lock:
+            self._groups.add(pgid)
+            self._send(f"+{pgid}\n")
+
+    def forget(self, pgid: int) -> None:
+        with self._lock:
+            if pgid in self._groups:
+                self._groups.discard(pgid)
+                self._send(f"-{pgid}\n", start=False)
+
+    def _send(self, line: str, *, start: bool = True) -> None:
+        for _ in range(2):
+            process = self._process
+            if process is None or self._owner != os.getpid() or process.poll() is not None:
+                if not start:
+                    return
+                process = self._start()
+                if process is None:
+                    return
+                line = "".join(f"+{pgid}\n" for pgid in sorted(self._groups))  # a new reaper learns them all
+            try:
+                assert process.stdin is not None
+                process.stdin.write(line.encode("ascii"))
+                process.stdin.flush()
+                return
+            except (BrokenPipeError, OSError, ValueError):
+                self._process = None  # it died: start another one and tell it everything
+
+    def _start(self) -> subprocess.Popen[bytes] | None:
+        if os.name != "posix" or not os.path.exists("/bin/sh"):
+            return None  # elsewhere workers rely on end of input alone
+        try:
+            process = subprocess.Popen(
+                ["/bin/sh", "-c", _REAPER_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env={"PATH": os.defpath}, start_new_session=True, close_fds=True,
+                cwd="/",
+            )
+        except OSError:
+            return None
+        self._process = process
+        self._owner = os.getpid()
+        return process
+
+
+_REAPER = _Reaper()
+
+
+def reaper_pid() -> int | None:
+    """The process id of this host's reaper, None before the first worker (or where there is none)."""
+    return _REAPER.pid
 
 
 class StderrDrain:
@@ -100,7 +207,8 @@ class StderrDrain:
 class WorkerProcess:
     """One running worker: sequential calls over its stdin/stdout, stderr drained and bounded."""
 
-    def __init__(self, process: subprocess.Popen[bytes], *, name: str, stderr_limit: int) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], *, name: str, stderr_limit: int,
+                 die_with_host: bool = False) -> None:
         self.process = process
         self.name = name
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
@@ -115,6 +223,16 @@ class WorkerProcess:
         self._readable.register(self._out_fd, selectors.EVENT_READ)
         self._writable = selectors.DefaultSelector()
         self._writable.register(self._in_fd, selectors.EVENT_WRITE)
+        # The child's exit wakes both waits too: its stdout may be held open by a process it started.
+        self._exit_fd = _pidfd(process.pid)
+        if self._exit_fd is not None:
+            self._readable.register(self._exit_fd, selectors.EVENT_READ)
+            self._writable.register(self._exit_fd, selectors.EVENT_READ)
+        self._registered = die_with_host
+        if die_with_host:
+            _REAPER.register(process.pid)
+            # Garbage collected without close(): forget the group, whose id may be reused once reaped.
+            weakref.finalize(self, _REAPER.forget, process.pid).atexit = False
         self._buffer = bytearray()
         self._next_id = 1
         self._lock = threading.Lock()
@@ -130,8 +248,13 @@ class WorkerProcess:
         env: Mapping[str, str] | None = None,
         stderr_limit: int = DEFAULT_STDERR_LIMIT,
         name: str | None = None,
+        die_with_host: bool = True,
     ) -> WorkerProcess:
-        """Start ``argv`` in its own session (process group) with the given environment."""
+        """Start ``argv`` in its own session (process group) with the given environment.
+
+        ``die_with_host``: register the group with this host's reaper, so that the worker and
+        everything in its group is killed when the host dies without closing it (SIGKILL, OOM).
+        """
         try:
             process = subprocess.Popen(
                 list(argv),
@@ -145,7 +268,8 @@ class WorkerProcess:
             )
         except OSError as exc:
             raise CallError(f"cannot start worker {list(argv)!r}: {exc.strerror or exc}") from None
-        return cls(process, name=name or os.path.basename(argv[0]), stderr_limit=stderr_limit)
+        return cls(process, name=name or os.path.basename(argv[0]), stderr_limit=stderr_limit,
+                   die_with_host=die_with_host)
 
     @property
     def pid(self) -> int:
@@ -199,6 +323,28 @@ class WorkerProcess:
             raise CallTimeout(f"worker {self.name} did not {what} within the deadline")
         return remaining
 
+    def _wait(self, deadline: float, what: str) -> float:
+        # Without a pidfd the wait is cut into short slices, so an exit is seen within _EXIT_POLL_S.
+        remaining = self._remaining(deadline, what)
+        return remaining if self._exit_fd is not None else min(remaining, _EXIT_POLL_S)
+
+    def _died(self) -> None:
+        """The worker exited while a call was under way (its pipes may still be held by its children)."""
+        code: int | None
+        try:
+            code = self.process.wait(1.0)
+        except subprocess.TimeoutExpired:  # the pidfd said so; the status is late, not absent
+            code = self.process.poll()
+        if code is not None and code < 0:
+            try:
+                how = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with status {code}"
+        tail = self.stderr.tail(500)
+        raise CallError(f"worker {self.name} {how} during the call" + (f"; stderr: {tail}" if tail else ""))
+
     def _write(self, frame: bytes, deadline: float) -> None:
         view = memoryview(frame)
         while view:
@@ -210,7 +356,11 @@ class WorkerProcess:
                 raise CallError(f"worker {self.name} closed its input ({self._exit_note(exc)})") from None
             view = view[written:]
             if view:
-                self._writable.select(self._remaining(deadline, "accept the request"))
+                for key, _ in self._writable.select(self._wait(deadline, "accept the request")):
+                    if key.fd == self._exit_fd:
+                        self._died()
+                if self._exit_fd is None and self.process.poll() is not None:
+                    self._died()
 
     def _read_line(self, deadline: float) -> bytes:
         buffer = self._buffer
@@ -227,28 +377,35 @@ class WorkerProcess:
                 )
             scan_from = len(buffer)
             # Wait first: right after a write the answer is almost never there yet.
-            if not self._readable.select(self._remaining(deadline, "answer")):
-                continue
-            try:
-                chunk = os.read(self._out_fd, _READ_CHUNK)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                what = "mid-frame" if buffer else "before answering"
-                raise CallError(f"worker {self.name} closed its output {what} ({self._exit_note()})")
-            buffer += chunk
+            readable = exited = False
+            for key, _ in self._readable.select(self._wait(deadline, "answer")):
+                if key.fd == self._out_fd:
+                    readable = True
+                else:
+                    exited = True
+            if self._exit_fd is None and not readable:
+                exited = self.process.poll() is not None
+            if readable or exited:
+                try:
+                    chunk = os.read(self._out_fd, _READ_CHUNK)
+                except BlockingIOError:
+                    chunk = None
+                if chunk:
+                    buffer += chunk
+                    continue  # an answer written just before the exit is still an answer
+                if chunk is not None:
+                    what = "mid-frame" if buffer else "before answering"
+                    raise CallError(f"worker {self.name} closed its output {what} ({self._exit_note()})")
+                if exited:
+                    self._died()
 
     def _parse(self, line: bytes, request_id: int, event: str) -> dict[str, Any]:
         if len(line) > MAX_FRAME_BYTES:
             raise CallError(f"worker {self.name} sent a response frame over the {MAX_FRAME_BYTES}-byte limit")
         try:
-            frame = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            preview = line[:80].decode("utf-8", "replace").strip()
-            raise CallError(
-                f"worker {self.name} wrote something that is not a JSON frame to stdout: {preview!r} "
-                "(stdout is reserved for protocol frames; logs belong on stderr)"
-            ) from None
+            frame = loads_safe(line)
+        except orjson.JSONDecodeError as exc:
+            raise CallError(self._describe_invalid(line, exc)) from None
         if not isinstance(frame, dict):
             raise CallError(f"worker {self.name} sent a {type(frame).__name__} frame, expected an object")
         got = frame.get("id")
@@ -256,7 +413,7 @@ class WorkerProcess:
             raise CallError(f"worker {self.name} answered id {got!r} to request id {request_id}")
         if "error" in frame:
             error = frame["error"]
-            text = error if isinstance(error, str) else orjson.dumps(error).decode()
+            text = error if isinstance(error, str) else dumps_safe(error).decode()
             raise ErrorFrame(f"worker {self.name} failed {event!r}: {text}")
         data = frame.get("data")
         if not isinstance(data, dict):
@@ -264,6 +421,18 @@ class WorkerProcess:
                 f"worker {self.name} answered {event!r} with {type(data).__name__} data, expected an object"
             )
         return data
+
+    def _describe_invalid(self, line: bytes, exc: Exception) -> str:
+        preview = line[:80].decode("utf-8", "backslashreplace").strip()
+        if not line.lstrip().startswith(b"{"):
+            return (f"worker {self.name} wrote something that is not a JSON frame to stdout: {preview!r} "
+                    "(stdout is reserved for protocol frames; logs belong on stderr)")
+        bad = utf8_error(line)
+        if bad is not None:
+            return (f"worker {self.name} sent a frame that is not valid UTF-8 ({bad}): {preview!r}; frames are "
+                    "UTF-8 JSON, and undecodable text must be sent as a JSON escape of its lone surrogate "
+                    "(\\udce9 for the byte 0xe9, as Python's json.dumps writes it)")
+        return f"worker {self.name} sent an invalid JSON frame: {exc}: {preview!r}"
 
     def _exit_note(self, exc: BaseException | None = None) -> str:
         code = self.process.poll()
@@ -328,3 +497,13 @@ class WorkerProcess:
             pass
         self._readable.close()
         self._writable.close()
+        if self._exit_fd is not None:
+            try:
+                os.close(self._exit_fd)
+            except OSError:
+                pass
+            self._exit_fd = None
+        if self._registered:
+            # The group is dead (SIGKILLed just before): the reaper must never signal its id again.
+            self._registered = False
+            _REAPER.forget(self.process.pid)

@@ -17,6 +17,7 @@ import orjson
 
 from .atomic import atomic_write_bytes
 from .errors import WorkspaceError
+from .jsonsafe import dumps_safe, loads_safe
 
 REGISTRY_NAME = "workspaces.json"
 MAX_ENTRIES = 10_000
@@ -54,7 +55,7 @@ def _read_registry(path: Path) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = orjson.loads(raw)
+        data = loads_safe(raw)  # a folder name that is not UTF-8 is kept as an escaped surrogate
     except orjson.JSONDecodeError as exc:
         raise WorkspaceError(f"{path}: workspace registry is not valid JSON ({exc}); fix or move it aside") from None
     if not isinstance(data, dict) or not isinstance(data.get("workspaces", {}), dict):
@@ -99,7 +100,7 @@ def workspace_id_for(workspace: str | os.PathLike[str], data_dir: str | os.PathL
             new_id = str(uuid.uuid4())
             entries[digest] = {"id": new_id, "path": canonical}
             data.setdefault("version", 1)
-            body = orjson.dumps(data, option=orjson.OPT_INDENT_2)
+            body = dumps_safe(data, indent=True)
             if len(body) > MAX_REGISTRY_BYTES:
                 raise WorkspaceError(f"{registry}: registry would exceed {MAX_REGISTRY_BYTES} bytes")
             atomic_write_bytes(registry, body)

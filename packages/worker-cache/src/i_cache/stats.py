@@ -3,12 +3,21 @@
 Every update happens under a file lock and replaces the file atomically, so concurrent workers
 never lose a count. It stores digests, counts and model names only: no prompt text, no tool
 bodies, no credentials. A corrupt file is moved aside and reported, never silently reset.
+
+The document opens with ``"version"``, ``"file_id"`` (random, new for every new file) and
+``"generation"`` (incremented by every writer under the lock). A worker reuses the document it
+wrote last, instead of parsing the file again, only when the file still carries that very
+(file_id, generation) — read from its first bytes — *and* the same (inode, mtime, size). The
+stat identity alone is not enough: where timestamps are coarse and inode numbers are reused at
+once (ext2, FAT, some network shares), two versions of the file can look identical to ``stat``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,10 +66,12 @@ def empty_counter() -> dict[str, Any]:
 
 
 def empty_stats() -> dict[str, Any]:
-    """A new stats document."""
+    """A new stats document (with a new file id, generation 0 until it is written)."""
     stamp = now()
     return {
         "version": VERSION,
+        "file_id": uuid.uuid4().hex,
+        "generation": 0,
         "created_at": stamp,
         "updated_at": stamp,
         "totals": empty_counter(),
@@ -83,6 +94,12 @@ def parse_stats(raw: bytes) -> dict[str, Any]:
         raise ValueError("the document is not an object")
     if data.get("version") != VERSION:
         raise ValueError(f"unsupported version {data.get('version')!r}")
+    # Absent in files written before they existed; the next write adds them.
+    if "file_id" in data and not (isinstance(data["file_id"], str) and _FILE_ID.fullmatch(data["file_id"])):
+        raise ValueError("'file_id' is not 32 lowercase hex digits")
+    generation = data.get("generation", 0)
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+        raise ValueError("'generation' is not a non-negative integer")
     _check_counter(data.get("totals"), "totals")
     for group in ("by_classification", "by_protocol"):
         blocks = data.get(group)
@@ -160,29 +177,61 @@ def locked_stats(path: Path) -> Iterator[dict[str, Any]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
-            # The document this process wrote last is reused when the file is still that very file
-            # (same inode, mtime and size: every replacement is a new inode), saving a parse per call.
+            # The document this process wrote last is reused, saving a parse per call, only when the
+            # file is still that very version: the same (file_id, generation) at its start — every
+            # writer bumps the generation under this lock — and the same (inode, mtime, size).
             # A failed update drops the memo, so a half-changed document is never reused.
             remembered = _written.pop(str(path), None)
-            signature = _signature(path)
-            if remembered is not None and signature is not None and remembered[0] == signature:
-                data = remembered[1]
-            else:
-                data = _load(path)
+            fresh = remembered is not None and _identity(path) == remembered[0]
+            data = remembered[1] if fresh and remembered is not None else _load(path)
             yield data
             data["updated_at"] = now()
             _trim(data)
+            stamp = _next_generation(data)
             # Statistics, not user data: atomic for readers, but no fsync on every request (it was
             # most of a turn's hook cost); a power loss can lose the last few records at worst.
             atomic_write_bytes(path, orjson.dumps(data), durable=False)
-            new_signature = _signature(path)
-            if new_signature is not None:
-                _written[str(path)] = (new_signature, data)
+            signature = _signature(path)
+            if signature is not None:
+                _written[str(path)] = ((stamp, signature), data)
     except Timeout:
         raise CacheError(f"{path}: timed out after {LOCK_TIMEOUT_S}s waiting for the stats lock") from None
 
 
-_written: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+_written: dict[str, tuple[tuple[tuple[str, int], tuple[int, int, int]], dict[str, Any]]] = {}
+_FILE_ID = re.compile(r"[0-9a-f]{32}")
+_HEADER = re.compile(rb'\{"version":\d+,"file_id":"([0-9a-f]{32})","generation":(\d{1,19})[,}]')
+_HEADER_BYTES = 128
+
+
+def _next_generation(data: dict[str, Any]) -> tuple[str, int]:
+    """Bump the document's generation, keeping version, file_id, generation as its first keys."""
+    file_id, generation = data.get("file_id"), data.get("generation", 0)
+    if list(data)[:3] != ["version", "file_id", "generation"] or not isinstance(file_id, str):
+        rest = {key: value for key, value in data.items() if key not in ("version", "file_id", "generation")}
+        if not isinstance(file_id, str):
+            file_id = uuid.uuid4().hex
+        data.clear()
+        data.update(version=VERSION, file_id=file_id, generation=generation)
+        data.update(rest)
+    data["generation"] = generation + 1
+    return (file_id, generation + 1)
+
+
+def _identity(path: Path) -> tuple[tuple[str, int], tuple[int, int, int]] | None:
+    """(file_id, generation) from the file's first bytes, and its (inode, mtime, size)."""
+    signature = _signature(path)
+    if signature is None:
+        return None
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_HEADER_BYTES)
+    except OSError:
+        return None
+    match = _HEADER.match(head)
+    if match is None:
+        return None
+    return ((match.group(1).decode("ascii"), int(match.group(2))), signature)
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:
