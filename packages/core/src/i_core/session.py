@@ -22,7 +22,6 @@ Every OS error is a SessionError naming the path and the problem.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -30,9 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from i_protocol import atomic_write_bytes
+from i_protocol.jsonsafe import dumps_safe, loads_safe  # one lossless policy for lone surrogates
 
 from .errors import SessionError, os_problem
 from .jsonfile import remove_stale_temporaries
@@ -40,23 +38,6 @@ from .jsonfile import remove_stale_temporaries
 FORMAT = "i-session/1"
 MAX_SESSION_BYTES = 512 * 1024 * 1024
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-def dumps_safe(value: Any, *, indent: bool = False) -> bytes:
-    """JSON bytes of ``value``; lone surrogates are escaped (``\\udcff``) rather than refused."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
-    except TypeError:
-        # orjson insists on valid UTF-8; the standard library escapes lone surrogates losslessly.
-        return json.dumps(value, ensure_ascii=True, indent=2 if indent else None).encode("ascii")
-
-
-def loads_safe(raw: bytes) -> Any:
-    """Parse JSON written by dumps_safe (including escaped lone surrogates)."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return json.loads(raw.decode("utf-8"))
 
 
 def session_path_for_name(workspace: str, name: str) -> Path:

@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-
-def printable(text: str) -> str:
-    """``text`` with lone surrogates (undecodable file names, bad JSON escapes) shown as escapes."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
-        # Surrogate-escaped bytes from the file system come back as \\xNN, as the bytes they were.
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+from i_protocol.jsonsafe import printable  # noqa: F401  (re-exported: the tools show undecodable text with it)
 
 
 def cut_tail(text: str, limit: int) -> str:
