@@ -15,7 +15,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from i_protocol import PROTOCOL_VERSION, ProtocolError, paths_from_env
+from i_protocol import PROTOCOL_VERSION, Paths, ProtocolError, paths_from_env
 
 from .__about__ import __version__
 from .errors import (
@@ -78,16 +78,23 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_paths(args: argparse.Namespace) -> int:
-    """Print the resolved directories, the workspace and its id."""
-    from i_protocol.workspace import canonical_workspace, workspace_id_for, workspace_state_dir
+def _workspace(folder: str) -> tuple[Paths, str, str]:
+    """(paths, canonical workspace, workspace id) of ``folder``; a bad folder is a ConfigError."""
+    from i_protocol.workspace import canonical_workspace, workspace_id_for
 
     try:
         paths = paths_from_env()
-        workspace = canonical_workspace(args.C)
-        workspace_id = workspace_id_for(workspace, paths.data_dir)
+        workspace = canonical_workspace(folder)
+        return paths, workspace, workspace_id_for(workspace, paths.data_dir)
     except ProtocolError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def cmd_paths(args: argparse.Namespace) -> int:
+    """Print the resolved directories, the workspace and its id."""
+    from i_protocol.workspace import workspace_state_dir
+
+    paths, workspace, workspace_id = _workspace(args.C)
     _print_json({
         **paths.as_dict(),
         "workspace": workspace,
@@ -148,16 +155,11 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     """List the project's sessions, the most recently saved first (what ``i --continue`` would take)."""
     import time
 
-    from i_protocol.workspace import canonical_workspace, workspace_id_for, workspace_state_dir
+    from i_protocol.workspace import workspace_state_dir
 
     from .session import session_files, session_folders, session_info
 
-    try:
-        paths = paths_from_env()
-        workspace = canonical_workspace(args.C)
-        workspace_id = workspace_id_for(workspace, paths.data_dir)
-    except ProtocolError as exc:
-        raise ConfigError(str(exc)) from None
+    paths, workspace, workspace_id = _workspace(args.C)
     state_dir = workspace_state_dir(workspace_id, paths.data_dir)
     infos = [session_info(path, workspace, workspace_id) for path in session_files(session_folders(workspace,
                                                                                                  state_dir))]
