@@ -115,13 +115,29 @@ class OldCalibration:
         return math.ceil((len(raw) - nonascii) / ratio) + nonascii + math.ceil(tools_wire(tools) / ratio) + 16
 
 
-def request(history: list[dict[str, Any]], tools: list[dict[str, Any]], model: str,
-            usage: dict[str, Any] | None, *, bytes_only: bool = False) -> dict[str, Any]:
+def request(
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    model: str,
+    usage: dict[str, Any] | None,
+    *,
+    bytes_only: bool = False,
+) -> dict[str, Any]:
     budget: dict[str, Any] = {"context_window": 10_000_000}
     if bytes_only:
         budget["tokenizer"] = "utf8_bytes"
-    return {"model": model, "origin": ORIGIN, "budget": budget, "max_tokens": 8_000, "history": history,
-            "tools": tools, "pending_tool_calls": 0, "compact": True, "usage": usage, "cut": None}
+    return {
+        "model": model,
+        "origin": ORIGIN,
+        "budget": budget,
+        "max_tokens": 8_000,
+        "history": history,
+        "tools": tools,
+        "pending_tool_calls": 0,
+        "compact": True,
+        "usage": usage,
+        "cut": None,
+    }
 
 
 def budget(data: dict[str, Any], workspace: Any = None) -> dict[str, Any]:
@@ -142,8 +158,14 @@ def corpus() -> dict[str, Any]:
     english = [p for doc in docs for p in paragraphs(doc) if p[:1].isalpha() and p.isascii()]
     seed = next(SHARED.glob("seeds/001_*.txt")).read_text()
     chinese = [p for p in paragraphs(seed, 60, 2_000) if not p.isascii()]
-    return {"code": code, "docs": docs, "english": english, "seed": seed, "chinese": chinese,
-            "tau": [item["traj"] for item in orjson.loads(TAU.read_bytes())]}
+    return {
+        "code": code,
+        "docs": docs,
+        "english": english,
+        "seed": seed,
+        "chinese": chinese,
+        "tau": [item["traj"] for item in orjson.loads(TAU.read_bytes())],
+    }
 
 
 def chunk(texts: list[str], rng: random.Random, size: int) -> str:
@@ -151,7 +173,7 @@ def chunk(texts: list[str], rng: random.Random, size: int) -> str:
     while len(text) < size:
         text += "\n\n" + rng.choice(texts)
     start = rng.randrange(max(1, len(text) - size))
-    return text[start:start + size]
+    return text[start : start + size]
 
 
 def id_list(rng: random.Random, size: int) -> str:
@@ -220,8 +242,11 @@ def evaluate(run: Run, history: list[dict[str, Any]], usage: dict[str, Any] | No
         summary = prefix_text[-1_500:].decode("utf-8", "ignore")
         checks = (
             ("candidate", [history[0], summary_message(summary), *history[cut:]], TOOLS),
-            ("summary", [{"role": "system", "content": prompt},
-                         {"role": "user", "content": render_transcript(history[1:cut])}], []),
+            (
+                "summary",
+                [{"role": "system", "content": prompt}, {"role": "user", "content": render_transcript(history[1:cut])}],
+                [],
+            ),
         )
         for group, messages, tools in checks:
             real = real_tokens(messages, tools)
@@ -235,16 +260,24 @@ def evaluate(run: Run, history: list[dict[str, Any]], usage: dict[str, Any] | No
 
 def agent_session(kind: str, texts: dict[str, Any], rng: random.Random, turns: int) -> tuple[list, list[int]]:
     """A read-and-answer session: user asks, the model reads a file, the tool answers, the model answers."""
-    history: list[dict[str, Any]] = [{"role": "system", "content": DEFAULT_SYSTEM_PROMPT.replace(
-        "{{workspace}}", "/home/user/project")}]
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": DEFAULT_SYSTEM_PROMPT.replace("{{workspace}}", "/home/user/project")}
+    ]
     asks = []
     prose = texts["chinese"] if kind == "chinese" else texts["english"]
     for turn in range(turns):
         history.append({"role": "user", "content": rng.choice(prose)})
         asks.append(len(history))
         args = orjson.dumps({"path": f"src/module_{turn}.py"}).decode()
-        history.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{turn}", "type": "function", "function": {"name": "read", "arguments": args}}]})
+        history.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{turn}", "type": "function", "function": {"name": "read", "arguments": args}}
+                ],
+            }
+        )
         history.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": tool_output(kind, texts, rng)})
         asks.append(len(history))
         history.append({"role": "assistant", "content": rng.choice(prose)})
@@ -252,12 +285,15 @@ def agent_session(kind: str, texts: dict[str, Any], rng: random.Random, turns: i
 
 
 def tau_session(traj: list[dict[str, Any]]) -> tuple[list, list[int]]:
-    asks = [i for i in range(2, len(traj)) if traj[i]["role"] == "assistant" and traj[i - 1]["role"] in ("user", "tool")]
+    asks = [
+        i for i in range(2, len(traj)) if traj[i]["role"] == "assistant" and traj[i - 1]["role"] in ("user", "tool")
+    ]
     return traj, asks
 
 
-def run_kind(kind: str, texts: dict[str, Any], sessions: int, turns: int, run: Run | None = None,
-             collect: bool = True) -> Run:
+def run_kind(
+    kind: str, texts: dict[str, Any], sessions: int, turns: int, run: Run | None = None, collect: bool = True
+) -> Run:
     run = run or Run(f"bench-{kind}")
     rng = random.Random(kind)
     tau = rng.sample(texts["tau"], sessions) if kind == "tau" else []
@@ -293,15 +329,23 @@ def report(runs: dict[str, Run]) -> None:
                 if kind != "shift":
                     overall[name].extend(values[name])
             print(f"{kind:<9} {group:<10} {len(values['density']):>4} | " + " | ".join(cells))
-    cells = [f"{stats(overall[n])[0]:>6.2f} {stats(overall[n])[1]:>7.2f} {stats(overall[n])[2]:>+8.1%}" for n in ESTIMATORS]
+    cells = [
+        f"{stats(overall[n])[0]:>6.2f} {stats(overall[n])[1]:>7.2f} {stats(overall[n])[2]:>+8.1%}" for n in ESTIMATORS
+    ]
     print(f"{'all':<9} {'both':<10} {len(overall['density']):>4} | " + " | ".join(cells))
     low, mid, over = stats(overall["density"])
-    print(f"density: worst {low:.3f} ({'meets' if low >= 0.9 else 'MISSES'} >= 0.9), "
-          f"mean over-count {over:+.1%} ({'meets' if over <= 0.25 else 'MISSES'} <= 25%)")
-    anchored = [v for kind, run in runs.items() if kind != "shift" for v in run.ratios.get("anchored", {}).get("density", [])]
+    print(
+        f"density: worst {low:.3f} ({'meets' if low >= 0.9 else 'MISSES'} >= 0.9), "
+        f"mean over-count {over:+.1%} ({'meets' if over <= 0.25 else 'MISSES'} <= 25%)"
+    )
+    anchored = [
+        v for kind, run in runs.items() if kind != "shift" for v in run.ratios.get("anchored", {}).get("density", [])
+    ]
     if anchored:
-        print(f"anchored checks (context): n={len(anchored)} min {min(anchored):.3f} median "
-              f"{statistics.median(anchored):.3f} max {max(anchored):.3f}")
+        print(
+            f"anchored checks (context): n={len(anchored)} min {min(anchored):.3f} median "
+            f"{statistics.median(anchored):.3f} max {max(anchored):.3f}"
+        )
 
 
 def learned_rates(runs: dict[str, Run]) -> None:
@@ -309,8 +353,12 @@ def learned_rates(runs: dict[str, Run]) -> None:
     for kind, run in runs.items():
         result = budget(request([{"role": "system", "content": "x"}], [], run.model, None))
         classes = result["density"]["classes"]
-        print(f"  {kind:<8} " + "  ".join(f"{name} {info['tokens_per_byte']:.3f} ({info['observations']})"
-                                         for name, info in classes.items()))
+        print(
+            f"  {kind:<8} "
+            + "  ".join(
+                f"{name} {info['tokens_per_byte']:.3f} ({info['observations']})" for name, info in classes.items()
+            )
+        )
 
 
 # -- timing -------------------------------------------------------------------------------------------
@@ -361,25 +409,37 @@ def timing(texts: dict[str, Any], runs: int) -> None:
             "utf8_bytes anchored": lambda: budget(request(history, TOOLS, model, anchor, bytes_only=True), workspace),
             "density anchored": lambda: budget(request(history, TOOLS, model, anchor), workspace),
             "utf8_bytes forced (cut_estimates)": lambda: budget(
-                {**request(history, TOOLS, model, None, bytes_only=True), "force": True}, workspace),
+                {**request(history, TOOLS, model, None, bytes_only=True), "force": True}, workspace
+            ),
             "density forced (cut_estimates)": lambda: budget(
-                {**request(history, TOOLS, model, None), "force": True}, workspace),
+                {**request(history, TOOLS, model, None), "force": True}, workspace
+            ),
         }
         samples = timed(cases, runs)
         store = FileStore(Path(tmp) / "record-bench" / "density.json")
         counter = iter(range(10**9))
-        records = timed({"record": lambda: store.record(f"{ORIGIN} m{next(counter) % 200}", str(next(counter)),
-                                                        [1.0, None, 1.0, None])}, runs)["record"]
-    print(f"\nhandler on all tau-bench conversations (twice) as one history: {size / 1e6:.2f} MB, {len(history)} messages, "
-          f"{runs} interleaved runs; ms")
+        records = timed(
+            {
+                "record": lambda: store.record(
+                    f"{ORIGIN} m{next(counter) % 200}", str(next(counter)), [1.0, None, 1.0, None]
+                )
+            },
+            runs,
+        )["record"]
+    print(
+        f"\nhandler on all tau-bench conversations (twice) as one history: {size / 1e6:.2f} MB, {len(history)} messages, "
+        f"{runs} interleaved runs; ms"
+    )
     print(f"  {'case':<36} {'median':>8} {'p10':>8} {'p90':>8} {'vs bytes':>9}")
     for name, values in samples.items():
         ordered = sorted(values)
         base = statistics.median(samples[name.replace("density", "utf8_bytes")])
         p10 = ordered[round(0.1 * (len(ordered) - 1))]
         p90 = ordered[round(0.9 * (len(ordered) - 1))]
-        print(f"  {name:<36} {statistics.median(values):>8.2f} {p10:>8.2f} {p90:>8.2f} "
-              f"{statistics.median(values) / base:>8.2f}x")
+        print(
+            f"  {name:<36} {statistics.median(values):>8.2f} {p10:>8.2f} {p90:>8.2f} "
+            f"{statistics.median(values) / base:>8.2f}x"
+        )
     print(f"  density.json record (lock, read, atomic write; 200 entries): median {statistics.median(records):.2f} ms")
 
 
@@ -400,11 +460,12 @@ def main() -> int:
             history, _asks = agent_session(kind, texts, rng, turns)
         evaluate(shift, history, None)  # not replayed: this model learned docs only
     runs_by_kind["shift"] = shift
-    print(f"estimate / reference count, {'quick' if args.quick else 'full'} run: {sessions} sessions per kind "
-          f"({turns} turns each; tau: whole conversations); 4 cuts per session; "
-          "min = worst under-count, mean+ = mean over-count")
-    print("shift: one model learned docs sessions only, then estimates tau/code/chinese/ids checks "
-          "(not in 'all')")
+    print(
+        f"estimate / reference count, {'quick' if args.quick else 'full'} run: {sessions} sessions per kind "
+        f"({turns} turns each; tau: whole conversations); 4 cuts per session; "
+        "min = worst under-count, mean+ = mean over-count"
+    )
+    print("shift: one model learned docs sessions only, then estimates tau/code/chinese/ids checks (not in 'all')")
     report(runs_by_kind)
     learned_rates(runs_by_kind)
     timing(texts, runs)

@@ -104,21 +104,29 @@ def main() -> int:
         worker.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"i-worker-budget context_budget, {'quick' if args.quick else 'full'} run "
-          f"(handler runs={runs}, end-to-end runs={e2e_runs}); times in ms: median / p99")
-    print(f"{'size':>5} {'MB':>6} {'msgs':>6} {'est.tokens':>10} | {'handler':>15} {'anchored':>15} "
-          f"{'dumps floor':>15} {'handler/floor':>13} {'handler/20ms':>12} | {'end-to-end':>15}")
+    print(
+        f"i-worker-budget context_budget, {'quick' if args.quick else 'full'} run "
+        f"(handler runs={runs}, end-to-end runs={e2e_runs}); times in ms: median / p99"
+    )
+    print(
+        f"{'size':>5} {'MB':>6} {'msgs':>6} {'est.tokens':>10} | {'handler':>15} {'anchored':>15} "
+        f"{'dumps floor':>15} {'handler/floor':>13} {'handler/20ms':>12} | {'end-to-end':>15}"
+    )
     for factor, size, count, estimate, handler, anchored_t, floor, e2e in rows:
-        print(f"{factor:>4}x {size / 1e6:>6.2f} {count:>6} {estimate:>10} | "
-              f"{handler[0]:>7.2f}/{handler[1]:>7.2f} {anchored_t[0]:>7.2f}/{anchored_t[1]:>7.2f} "
-              f"{floor[0]:>7.2f}/{floor[1]:>7.2f} {handler[0] / floor[0]:>13.2f} {handler[0] / TARGET_MS:>12.2f} | "
-              f"{e2e[0]:>7.2f}/{e2e[1]:>7.2f}")
+        print(
+            f"{factor:>4}x {size / 1e6:>6.2f} {count:>6} {estimate:>10} | "
+            f"{handler[0]:>7.2f}/{handler[1]:>7.2f} {anchored_t[0]:>7.2f}/{anchored_t[1]:>7.2f} "
+            f"{floor[0]:>7.2f}/{floor[1]:>7.2f} {handler[0] / floor[0]:>13.2f} {handler[0] / TARGET_MS:>12.2f} | "
+            f"{e2e[0]:>7.2f}/{e2e[1]:>7.2f}"
+        )
     base = next(row for row in rows if row[0] == 1.0)
     print("scaling vs 1x (time ratio / size ratio; 1.00 = linear):")
     for factor, size, _count, _est, handler, anchored_t, _floor, e2e in rows:
         s = size / base[1]
-        print(f"  {factor:>4}x  handler {handler[0] / base[4][0] / s:.2f}  anchored {anchored_t[0] / base[5][0] / s:.2f}"
-              f"  end-to-end {e2e[0] / base[7][0] / s:.2f}")
+        print(
+            f"  {factor:>4}x  handler {handler[0] / base[4][0] / s:.2f}  anchored {anchored_t[0] / base[5][0] / s:.2f}"
+            f"  end-to-end {e2e[0] / base[7][0] / s:.2f}"
+        )
     verdict = "meets" if base[4][0] < TARGET_MS else "MISSES"
     print(f"1x handler median {base[4][0]:.2f} ms {verdict} the {TARGET_MS:.0f} ms target")
     return 0

@@ -20,19 +20,157 @@ import orjson
 from i_core.scripted import prompt_tokens
 from i_core.scripted import reference_tokens as reference_tokens  # re-exported: the benches import it from here
 
-WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "this", "are", "from", "or", "have", "an", "they", "which", "one", "you", "were", "her", "all", "she", "there", "would", "their", "we", "him", "been", "has", "when", "who", "will", "more", "no", "if", "out", "so", "said", "what", "up", "its", "about", "into", "than", "them", "can", "only", "other", "new", "some", "could", "time", "these", "two", "may", "then", "do", "first", "any", "my", "now", "such", "like", "our", "over", "man", "me", "even", "most", "made", "after", "also", "did", "many", "before", "must", "through", "back", "years", "where", "much", "your", "way", "well", "down", "should", "because", "each", "just", "those", "people", "how", "too", "little", "state", "good", "very", "make", "world", "still", "own", "see", "men", "work", "long", "get", "here", "between", "both", "life", "being", "under", "never", "day", "same", "another", "know", "while", "function", "return", "value", "context", "budget", "worker", "request", "estimate", "history", "message", "compaction", "session"]
+WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "with",
+    "was",
+    "on",
+    "be",
+    "by",
+    "this",
+    "are",
+    "from",
+    "or",
+    "have",
+    "an",
+    "they",
+    "which",
+    "one",
+    "you",
+    "were",
+    "her",
+    "all",
+    "she",
+    "there",
+    "would",
+    "their",
+    "we",
+    "him",
+    "been",
+    "has",
+    "when",
+    "who",
+    "will",
+    "more",
+    "no",
+    "if",
+    "out",
+    "so",
+    "said",
+    "what",
+    "up",
+    "its",
+    "about",
+    "into",
+    "than",
+    "them",
+    "can",
+    "only",
+    "other",
+    "new",
+    "some",
+    "could",
+    "time",
+    "these",
+    "two",
+    "may",
+    "then",
+    "do",
+    "first",
+    "any",
+    "my",
+    "now",
+    "such",
+    "like",
+    "our",
+    "over",
+    "man",
+    "me",
+    "even",
+    "most",
+    "made",
+    "after",
+    "also",
+    "did",
+    "many",
+    "before",
+    "must",
+    "through",
+    "back",
+    "years",
+    "where",
+    "much",
+    "your",
+    "way",
+    "well",
+    "down",
+    "should",
+    "because",
+    "each",
+    "just",
+    "those",
+    "people",
+    "how",
+    "too",
+    "little",
+    "state",
+    "good",
+    "very",
+    "make",
+    "world",
+    "still",
+    "own",
+    "see",
+    "men",
+    "work",
+    "long",
+    "get",
+    "here",
+    "between",
+    "both",
+    "life",
+    "being",
+    "under",
+    "never",
+    "day",
+    "same",
+    "another",
+    "know",
+    "while",
+    "function",
+    "return",
+    "value",
+    "context",
+    "budget",
+    "worker",
+    "request",
+    "estimate",
+    "history",
+    "message",
+    "compaction",
+    "session",
+]
 CJK = "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可里后"
 CODE_LINES = (
     "def {name}(self, value: int) -> int:",
     "    if value is None:",
-    "        raise ValueError(f\"bad value: {{value!r}}\")",
+    '        raise ValueError(f"bad value: {{value!r}}")',
     "    return self._cache.get(value, 0) + {num}",
     "for index, item in enumerate(items):",
     "    total += item.size * {num}",
     "class {Name}Error(Exception):",
-    "    \"\"\"Raised when {name} fails.\"\"\"",
+    '    """Raised when {name} fails."""',
     "import os, sys  # {name}",
-    "result = {{\"{name}\": {num}, \"ok\": True}}",
+    'result = {{"{name}": {num}, "ok": True}}',
 )
 
 
@@ -55,8 +193,9 @@ def _prose(rng: random.Random, words: int) -> str:
 def _code(rng: random.Random, lines: int) -> str:
     names = ["load", "save", "parse", "render", "budget", "fetch", "merge"]
     return "\n".join(
-        rng.choice(CODE_LINES).format(name=rng.choice(names), Name=rng.choice(names).capitalize(),
-                                      num=rng.randint(0, 9999))
+        rng.choice(CODE_LINES).format(
+            name=rng.choice(names), Name=rng.choice(names).capitalize(), num=rng.randint(0, 9999)
+        )
         for _ in range(lines)
     )
 
@@ -67,20 +206,35 @@ def _cjk(rng: random.Random, chars: int) -> str:
 
 def _json_output(rng: random.Random, rows: int) -> str:
     return orjson.dumps(
-        [{"id": rng.randint(1, 10**6), "path": f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}.py",
-          "size": rng.randint(10, 99999), "ok": rng.random() > 0.5} for _ in range(rows)],
+        [
+            {
+                "id": rng.randint(1, 10**6),
+                "path": f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}.py",
+                "size": rng.randint(10, 99999),
+                "ok": rng.random() > 0.5,
+            }
+            for _ in range(rows)
+        ],
         option=orjson.OPT_INDENT_2,
     ).decode()
 
 
 TOOLS = [
-    {"name": "read", "description": "Read a text file of the workspace.",
-     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
-    {"name": "shell", "description": "Run a shell command and return its output.",
-     "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},
-    {"name": "search", "description": "Search files by pattern.",
-     "parameters": {"type": "object", "properties": {"pattern": {"type": "string"},
-                                                     "regex": {"type": "boolean"}}}},
+    {
+        "name": "read",
+        "description": "Read a text file of the workspace.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
+    {
+        "name": "shell",
+        "description": "Run a shell command and return its output.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    },
+    {
+        "name": "search",
+        "description": "Search files by pattern.",
+        "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}, "regex": {"type": "boolean"}}},
+    },
 ]
 
 
@@ -97,8 +251,13 @@ def transcript(kind: str, turns: int, seed: int = 7, scale: int = 1) -> list[dic
         history.append({"role": "user", "content": user})
         call_id = f"call_{turn}"
         args = orjson.dumps({"path": f"src/{rng.choice(WORDS)}.py"}).decode()
-        history.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": "read", "arguments": args}}]})
+        history.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "read", "arguments": args}}],
+            }
+        )
         if flavour == "code":
             output = _code(rng, 60 * scale)
         elif flavour == "json":

@@ -103,7 +103,10 @@ def main() -> int:
         # A full stats file (255 other streams with long histories, 200 records): the worst case on disk.
         filler = PrefixTracker(capacity=1)
         for k in range(255):
-            other = {"model": "m", "messages": [{"role": "system", "content": f"s{k}"}] + [{"role": "user", "content": "u"}] * 80}
+            other = {
+                "model": "m",
+                "messages": [{"role": "system", "content": f"s{k}"}] + [{"role": "user", "content": "u"}] * 80,
+            }
             prepare_request({"protocol": "openai", "model": "m", "body": other}, settings, workspace, stats, filler)
         print(f"stats file {stats.stat().st_size / 1e3:.0f} kB")
         for step in range(iterations + 1):

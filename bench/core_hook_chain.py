@@ -28,7 +28,9 @@ def history(n: int) -> list[dict]:
         if k % 2:
             messages.append({"role": "user", "content": f"request {k}: " + "please look at the build output " * 10})
         else:
-            messages.append({"role": "assistant", "content": f"answer {k}: " + "the build passed and the tests ran " * 10})
+            messages.append(
+                {"role": "assistant", "content": f"answer {k}: " + "the build passed and the tests ran " * 10}
+            )
     return messages
 
 
@@ -39,20 +41,40 @@ def turn(runtime, config, messages, tools) -> int:
     data = {"messages": messages, "workspace": runtime.workspace}
     sent += len(orjson.dumps(data))
     hooks.run("before_turn", data)
-    budget = {"model": config["model"], "protocol": "openai", "budget": config["budget"], "max_tokens": 4096,
-              "history": messages, "tools": tools, "pending_tool_calls": 0, "compact": True, "usage": None,
-              "cut": None}
+    budget = {
+        "model": config["model"],
+        "protocol": "openai",
+        "budget": config["budget"],
+        "max_tokens": 4096,
+        "history": messages,
+        "tools": tools,
+        "pending_tool_calls": 0,
+        "compact": True,
+        "usage": None,
+        "cut": None,
+    }
     sent += len(orjson.dumps(budget))
     hooks.run("context_budget", budget)
     body = {"model": config["model"], "messages": messages, "tools": tools, "stream": True}
-    request = {"url": "http://127.0.0.1:8080/v1/chat/completions", "body": body, "protocol": "openai",
-               "model": config["model"], "budget": config["budget"], "request_meta": {"request": 1}}
+    request = {
+        "url": "http://127.0.0.1:8080/v1/chat/completions",
+        "body": body,
+        "protocol": "openai",
+        "model": config["model"],
+        "budget": config["budget"],
+        "request_meta": {"request": 1},
+    }
     sent += len(orjson.dumps(request))
     prepared = hooks.run("before_request", request)
-    response = {"response": {"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-                             "usage": {"prompt_tokens": 1000, "completion_tokens": 5,
-                                       "prompt_tokens_details": {"cached_tokens": 900}}},
-                "request_meta": prepared.get("request_meta", {}), "protocol": "openai", "model": config["model"]}
+    response = {
+        "response": {
+            "choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 900}},
+        },
+        "request_meta": prepared.get("request_meta", {}),
+        "protocol": "openai",
+        "model": config["model"],
+    }
     sent += len(orjson.dumps(response))
     hooks.run("after_response", response)
     return sent
@@ -82,10 +104,17 @@ def main() -> None:
     runs = {50: 100 if args.quick else 500, 5000: 10 if args.quick else 40}
     with Runtime(project) as runtime:
         tools = [*BUILTIN_SCHEMAS, *runtime.manifest.model_tools()]
-        print(f"standard profile: {len(runtime.manifest.hooks)} hook entries, "
-              f"{len(runtime.pool.running())} workers started; python {sys.version.split()[0]}")
-        print("hooks per turn: " + ", ".join(f"{e}={len(runtime.hooks.subscribers(e))}" for e in
-                                              ("before_turn", "context_budget", "before_request", "after_response")))
+        print(
+            f"standard profile: {len(runtime.manifest.hooks)} hook entries, "
+            f"{len(runtime.pool.running())} workers started; python {sys.version.split()[0]}"
+        )
+        print(
+            "hooks per turn: "
+            + ", ".join(
+                f"{e}={len(runtime.hooks.subscribers(e))}"
+                for e in ("before_turn", "context_budget", "before_request", "after_response")
+            )
+        )
         results = {}
         for size, n in runs.items():
             messages = history(size)
@@ -97,13 +126,17 @@ def main() -> None:
                 sent = turn(runtime, config, messages, tools)
                 times.append(time.perf_counter() - started)
             results[size] = (statistics.median(times), sent)
-            print(f"{size:5d} messages ({sent / 1024:8.1f} KiB sent per turn, {n} turns): "
-                  f"median {statistics.median(times) * 1e3:8.2f} ms  p99 {pct(times, 0.99) * 1e3:8.2f} ms  "
-                  f"IQR {pct(times, .25) * 1e3:.2f}-{pct(times, .75) * 1e3:.2f} ms  "
-                  f"{statistics.median(times) * 1e6 / (sent / 1024):6.1f} us/KiB")
+            print(
+                f"{size:5d} messages ({sent / 1024:8.1f} KiB sent per turn, {n} turns): "
+                f"median {statistics.median(times) * 1e3:8.2f} ms  p99 {pct(times, 0.99) * 1e3:8.2f} ms  "
+                f"IQR {pct(times, 0.25) * 1e3:.2f}-{pct(times, 0.75) * 1e3:.2f} ms  "
+                f"{statistics.median(times) * 1e6 / (sent / 1024):6.1f} us/KiB"
+            )
     (small_t, small_b), (big_t, big_b) = results[50], results[5000]
-    print(f"growth: bytes x{big_b / small_b:.1f}, time x{big_t / small_t:.1f} "
-          f"(time/bytes ratio {(big_t / small_t) / (big_b / small_b):.2f}; <= 1 means no worse than linear)")
+    print(
+        f"growth: bytes x{big_b / small_b:.1f}, time x{big_t / small_t:.1f} "
+        f"(time/bytes ratio {(big_t / small_t) / (big_b / small_b):.2f}; <= 1 means no worse than linear)"
+    )
     print("target: < 5 ms per turn at 50 messages")
 
 

@@ -49,6 +49,7 @@ except ImportError:  # an i-protocol from before the undecodable-text rule (for 
     def loads_safe(raw: bytes) -> Any:  # type: ignore[misc]
         return json.loads(raw)
 
+
 BIN = Path(sys.executable).parent
 FILLER = "The build log said: " + "step ok; " * 150  # ~1.4 KB per user message
 TURN_DELAY_S = 0.25
@@ -132,8 +133,14 @@ def valid_session(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     messages = doc.get("messages") if isinstance(doc, dict) else None
-    return (isinstance(doc, dict) and doc.get("format") == "i-session/1" and isinstance(messages, list)
-            and bool(messages) and all(isinstance(m, dict) for m in messages) and messages[0].get("role") == "system")
+    return (
+        isinstance(doc, dict)
+        and doc.get("format") == "i-session/1"
+        and isinstance(messages, list)
+        and bool(messages)
+        and all(isinstance(m, dict) for m in messages)
+        and messages[0].get("role") == "system"
+    )
 
 
 class Box:
@@ -144,30 +151,57 @@ class Box:
         self.dirs = {name: root / name for name in ("config", "data", "cache", "runtime", "project")}
         for path in self.dirs.values():
             path.mkdir(parents=True)
-        self.env = dict(os.environ, I_CONFIG_DIR=str(self.dirs["config"]), I_DATA_DIR=str(self.dirs["data"]),
-                        I_CACHE_DIR=str(self.dirs["cache"]), I_RUNTIME_DIR=str(self.dirs["runtime"]))
+        self.env = dict(
+            os.environ,
+            I_CONFIG_DIR=str(self.dirs["config"]),
+            I_DATA_DIR=str(self.dirs["data"]),
+            I_CACHE_DIR=str(self.dirs["cache"]),
+            I_RUNTIME_DIR=str(self.dirs["runtime"]),
+        )
         self.model = model
         (self.dirs["config"] / "compact.json").write_bytes(orjson.dumps({"keep_recent": 2, "mode": "local"}))
-        generated = subprocess.run([str(BIN / "i"), "--runtime", "manifest", "compact"], env=self.env,
-                                   capture_output=True, check=True).stdout
+        generated = subprocess.run(
+            [str(BIN / "i"), "--runtime", "manifest", "compact"], env=self.env, capture_output=True, check=True
+        ).stdout
         manifest = orjson.loads(generated)
         stubborn = root / "stubborn.py"
         stubborn.write_text(textwrap.dedent(STUBBORN))
-        manifest["hooks"].append({"events": ["before_turn", "compact_plan", "finish"],
-                                  "exec": [sys.executable, str(stubborn)]})
+        manifest["hooks"].append(
+            {"events": ["before_turn", "compact_plan", "finish"], "exec": [sys.executable, str(stubborn)]}
+        )
         self.manifest = root / "manifest.json"
         self.manifest.write_bytes(orjson.dumps(manifest))
         self.session = self.dirs["project"] / ".i" / "sessions" / "storm.json"
         self.window(100_000)
 
     def window(self, tokens: int) -> None:
-        (self.dirs["config"] / "config.json").write_bytes(orjson.dumps({
-            "protocol": "openai", "base_url": self.model.base_url, "model": "scripted-1", "max_tokens": 256,
-            "stream": False, "retries": 0, "timeout": 60, "budget": {"context_window": tokens}}))
+        (self.dirs["config"] / "config.json").write_bytes(
+            orjson.dumps(
+                {
+                    "protocol": "openai",
+                    "base_url": self.model.base_url,
+                    "model": "scripted-1",
+                    "max_tokens": 256,
+                    "stream": False,
+                    "retries": 0,
+                    "timeout": 60,
+                    "budget": {"context_window": tokens},
+                }
+            )
+        )
 
     def argv(self, task: str) -> list[str]:
-        return [str(BIN / "i"), "-C", str(self.dirs["project"]), "--session-name", "storm", "--manifest",
-                str(self.manifest), "--quiet", task]
+        return [
+            str(BIN / "i"),
+            "-C",
+            str(self.dirs["project"]),
+            "--session-name",
+            "storm",
+            "--manifest",
+            str(self.manifest),
+            "--quiet",
+            task,
+        ]
 
     def run(self, task: str) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(self.argv(task), env=self.env, capture_output=True, timeout=120)
@@ -178,13 +212,21 @@ class Box:
             deaf_flag.touch()
         else:
             deaf_flag.unlink(missing_ok=True)
-        return subprocess.Popen(self.argv(task), env=self.env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return subprocess.Popen(
+            self.argv(task),
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def temporaries(self) -> int:
         folder = self.session.parent
-        return len([p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]) \
-            if folder.exists() else 0
+        return (
+            len([p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")])
+            if folder.exists()
+            else 0
+        )
 
 
 def respond(state: dict[str, Any]):
@@ -199,8 +241,9 @@ def respond(state: dict[str, Any]):
     return step
 
 
-def kill_and_check(box: Box, core: subprocess.Popen[bytes], outcome: Outcome, next_task: str,
-                   state: dict[str, Any]) -> None:
+def kill_and_check(
+    box: Box, core: subprocess.Popen[bytes], outcome: Outcome, next_task: str, state: dict[str, Any]
+) -> None:
     tree = descendants(core.pid)
     core.send_signal(signal.SIGKILL)
     core.wait(30)
@@ -298,13 +341,17 @@ def mid_compaction(box: Box, state: dict[str, Any], kills: int, rng: random.Rand
 
 
 def table(rows: list[tuple[str, Outcome]]) -> str:
-    head = ("| scenario | kills | torn sessions | torn backups | `.*.tmp` after kill | `.*.tmp` after next start "
-            "| next start failed | processes at kill | orphaned after 1 s | all dead within (median / max) |")
+    head = (
+        "| scenario | kills | torn sessions | torn backups | `.*.tmp` after kill | `.*.tmp` after next start "
+        "| next start failed | processes at kill | orphaned after 1 s | all dead within (median / max) |"
+    )
     lines = [head, "|" + "---|" * 10]
     for name, o in rows:
-        dead = (f"{statistics.median(o.dead_ms):.0f} / {max(o.dead_ms):.0f} ms" if o.dead_ms else "—")
-        lines.append(f"| {name} | {o.kills} | {o.torn} | {o.torn_backup} | {o.tmp_after_kill} | {o.tmp_after_start} "
-                     f"| {o.next_failed} | {o.processes} | {o.orphans} | {dead} |")
+        dead = f"{statistics.median(o.dead_ms):.0f} / {max(o.dead_ms):.0f} ms" if o.dead_ms else "—"
+        lines.append(
+            f"| {name} | {o.kills} | {o.torn} | {o.torn_backup} | {o.tmp_after_kill} | {o.tmp_after_start} "
+            f"| {o.next_failed} | {o.processes} | {o.orphans} | {dead} |"
+        )
     return "\n".join(lines)
 
 
@@ -325,8 +372,11 @@ def main() -> int:
             outcome = scenario(box, state, kills, rng)
             rows.append((name, outcome))
             notes = [f for f in outcome.failures if f]
-            print(f"{name}: {outcome.kills} kills done" + (f"; notes: {'; '.join(sorted(set(notes))[:5])}"
-                                                            if notes else ""), file=sys.stderr)
+            print(
+                f"{name}: {outcome.kills} kills done"
+                + (f"; notes: {'; '.join(sorted(set(notes))[:5])}" if notes else ""),
+                file=sys.stderr,
+            )
     print(table(rows))
     print(f"\n{sum(o.kills for _, o in rows)} kills in {time.monotonic() - started:.0f} s")
     return 0

@@ -46,8 +46,13 @@ def run(kind: str, window: int, mode: str, turns: int) -> dict[str, object]:
         dirs = {name: base / name for name in ("config", "data", "cache", "runtime", "project")}
         for path in dirs.values():
             path.mkdir()
-        env = dict(os.environ, I_CONFIG_DIR=str(dirs["config"]), I_DATA_DIR=str(dirs["data"]),
-                   I_CACHE_DIR=str(dirs["cache"]), I_RUNTIME_DIR=str(dirs["runtime"]))
+        env = dict(
+            os.environ,
+            I_CONFIG_DIR=str(dirs["config"]),
+            I_DATA_DIR=str(dirs["data"]),
+            I_CACHE_DIR=str(dirs["cache"]),
+            I_RUNTIME_DIR=str(dirs["runtime"]),
+        )
         (dirs["config"] / "plugins.json").write_bytes(orjson.dumps({"profile": "compact", "disabled": []}))
         (dirs["config"] / "builtin.json").write_bytes(b'{"builtin_profile":"configured","tools":[]}')
         (dirs["config"] / "compact.json").write_bytes(orjson.dumps({"keep_recent": 4, "mode": mode}))
@@ -55,13 +60,29 @@ def run(kind: str, window: int, mode: str, turns: int) -> dict[str, object]:
         files = task.write_files(dirs["project"])
         lines = [task.action_note(turn, files) for turn in range(turns)]
         with ScriptedModel([task.respond] * (turns * 4), context_window=window) as model:
-            (dirs["config"] / "config.json").write_bytes(orjson.dumps({
-                "protocol": "openai", "base_url": model.base_url, "model": "scripted-1", "max_tokens": 512,
-                "stream": False, "retries": 0, "timeout": 60, "budget": {"context_window": window}}))
+            (dirs["config"] / "config.json").write_bytes(
+                orjson.dumps(
+                    {
+                        "protocol": "openai",
+                        "base_url": model.base_url,
+                        "model": "scripted-1",
+                        "max_tokens": 512,
+                        "stream": False,
+                        "retries": 0,
+                        "timeout": 60,
+                        "budget": {"context_window": window},
+                    }
+                )
+            )
             started = time.perf_counter()
-            result = subprocess.run([str(BIN / "i"), "-C", str(dirs["project"]), "--session-name", "bench", "--yolo"],
-                                    input="\n".join(lines) + "\n", env=env, capture_output=True, text=True,
-                                    timeout=3600)
+            result = subprocess.run(
+                [str(BIN / "i"), "-C", str(dirs["project"]), "--session-name", "bench", "--yolo"],
+                input="\n".join(lines) + "\n",
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=3600,
+            )
             elapsed = time.perf_counter() - started
             refusals = model.rejections
             summaries = sum(1 for r in model.requests if not r.body.get("tools"))
@@ -73,12 +94,22 @@ def run(kind: str, window: int, mode: str, turns: int) -> dict[str, object]:
         match = _SUMMARY.findall(result.stderr)
         commits, attempts = (int(match[-1][0]), int(match[-1][1])) if match else (0, 0)
         return {
-            "kind": kind, "window": window, "mode": mode, "turns": turns, "failed": failed,
-            "refusals": refusals, "late_refusals": max(0, refusals - (1 if first_answer == 0 else 0)),
-            "compactions": commits, "attempts": attempts, "summary_requests": summaries,
-            "ids_kept": sum(1 for marker in task.planted if marker in text), "ids": len(task.planted),
-            "paths_kept": len({p for p in task.paths if p in text}), "paths": len(set(task.paths)),
-            "answered_in_session": answered, "ms_per_turn": 1000 * elapsed / turns,
+            "kind": kind,
+            "window": window,
+            "mode": mode,
+            "turns": turns,
+            "failed": failed,
+            "refusals": refusals,
+            "late_refusals": max(0, refusals - (1 if first_answer == 0 else 0)),
+            "compactions": commits,
+            "attempts": attempts,
+            "summary_requests": summaries,
+            "ids_kept": sum(1 for marker in task.planted if marker in text),
+            "ids": len(task.planted),
+            "paths_kept": len({p for p in task.paths if p in text}),
+            "paths": len(set(task.paths)),
+            "answered_in_session": answered,
+            "ms_per_turn": 1000 * elapsed / turns,
             "stderr_tail": result.stderr[-400:] if failed else "",
         }
 
@@ -91,22 +122,29 @@ def main() -> int:
     turns = 40 if args.quick else args.turns
     windows = (32_000,) if args.quick else WINDOWS
     rows = []
-    print(f"{'kind':8} {'window':>7} {'mode':5} {'turns':>5} {'failed':>6} {'refused':>7} {'compact':>9} "
-          f"{'summ.req':>8} {'ids kept':>9} {'paths':>7} {'ms/turn':>8}")
+    print(
+        f"{'kind':8} {'window':>7} {'mode':5} {'turns':>5} {'failed':>6} {'refused':>7} {'compact':>9} "
+        f"{'summ.req':>8} {'ids kept':>9} {'paths':>7} {'ms/turn':>8}"
+    )
     for kind in ("english", "chinese", "ids"):
         for window in windows:
             for mode in ("model", "local"):
                 row = run(kind, window, mode, turns)
                 rows.append(row)
-                print(f"{kind:8} {window:>7} {mode:5} {turns:>5} {row['failed']:>6} {row['refusals']:>7} "
-                      f"{row['compactions']:>4}/{row['attempts']:<4} {row['summary_requests']:>8} "
-                      f"{row['ids_kept']:>4}/{row['ids']:<4} {row['paths_kept']:>3}/{row['paths']:<3} "
-                      f"{row['ms_per_turn']:>8.1f}", flush=True)
+                print(
+                    f"{kind:8} {window:>7} {mode:5} {turns:>5} {row['failed']:>6} {row['refusals']:>7} "
+                    f"{row['compactions']:>4}/{row['attempts']:<4} {row['summary_requests']:>8} "
+                    f"{row['ids_kept']:>4}/{row['ids']:<4} {row['paths_kept']:>3}/{row['paths']:<3} "
+                    f"{row['ms_per_turn']:>8.1f}",
+                    flush=True,
+                )
                 if row["stderr_tail"]:
                     print(f"    last error: {row['stderr_tail']!r}")
     per_turn = [float(row["ms_per_turn"]) for row in rows]
-    print(f"\nfailed turns: {sum(int(r['failed']) for r in rows)}; refusals: {sum(int(r['refusals']) for r in rows)}; "
-          f"ms/turn median {statistics.median(per_turn):.1f} (min {min(per_turn):.1f}, max {max(per_turn):.1f})")
+    print(
+        f"\nfailed turns: {sum(int(r['failed']) for r in rows)}; refusals: {sum(int(r['refusals']) for r in rows)}; "
+        f"ms/turn median {statistics.median(per_turn):.1f} (min {min(per_turn):.1f}, max {max(per_turn):.1f})"
+    )
     return 0
 
 

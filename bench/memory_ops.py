@@ -20,7 +20,7 @@ from pathlib import Path
 
 from i_protocol.host import WorkerProcess
 
-ECHO_WORKER = '''
+ECHO_WORKER = """
 from i_protocol import Worker
 worker = Worker("echo", "0", dist_name="echo")
 
@@ -33,7 +33,7 @@ def before_turn(data, request):
     return data
 
 raise SystemExit(worker.main())
-'''
+"""
 WORKSPACE_ID = "f29127b0-f512-4c6e-9e31-87d476d168ce"
 
 
@@ -67,14 +67,19 @@ def main() -> int:
     echo = WorkerProcess.spawn([sys.executable, str(root / "echo_worker.py")], env=env, cwd=str(root))
     try:
         for index in range(args.entries):
-            memory.call("tool", {"name": "memory_set", "arguments": {"key": f"note.{index:03d}", "value": "x" * 100}},
-                        context=context)
+            memory.call(
+                "tool",
+                {"name": "memory_set", "arguments": {"key": f"note.{index:03d}", "value": "x" * 100}},
+                context=context,
+            )
         messages = [{"role": "system", "content": "You are i."}, {"role": "user", "content": "hello " * 50}]
         operations = {
             "echo tool (baseline)": (echo, "tool", lambda i: {"name": "echo", "arguments": {"key": "note.001"}}),
             "memory_get": (memory, "tool", lambda i: {"name": "memory_get", "arguments": {"key": "note.001"}}),
             "memory_set (write)": (
-                memory, "tool", lambda i: {"name": "memory_set", "arguments": {"key": "bench", "value": f"v{i % 2}"}}
+                memory,
+                "tool",
+                lambda i: {"name": "memory_set", "arguments": {"key": "bench", "value": f"v{i % 2}"}},
             ),
             "memory_list": (memory, "tool", lambda i: {"name": "memory_list", "arguments": {}}),
             "echo before_turn (baseline)": (echo, "before_turn", lambda i: {"messages": messages}),

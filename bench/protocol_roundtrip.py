@@ -52,7 +52,7 @@ class RawEcho:
         buf = bytearray()
         while view:
             try:
-                view = view[os.write(self.inp, view):]
+                view = view[os.write(self.inp, view) :]
             except BlockingIOError:
                 pass
             if view:
@@ -96,8 +96,10 @@ def bench_round_trip(n: int) -> tuple[list[float], list[float]]:
 def bench_cold_start(n: int, argv_list: dict[str, list[str]]) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {name: [] for name in ["python -c pass", "python -c 'import orjson'", *argv_list]}
     for _ in range(n):
-        for label, argv in (("python -c pass", [PY, "-c", "pass"]),
-                            ("python -c 'import orjson'", [PY, "-c", "import orjson"])):
+        for label, argv in (
+            ("python -c pass", [PY, "-c", "pass"]),
+            ("python -c 'import orjson'", [PY, "-c", "import orjson"]),
+        ):
             t = time.perf_counter()
             subprocess.run(argv, check=True)
             results[label].append(time.perf_counter() - t)

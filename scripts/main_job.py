@@ -60,8 +60,11 @@ def scripted_steps() -> list[Any]:
         # The read tool numbers its lines ("12\t..."): take the text after the tab.
         lines = [line.split("\t", 1)[-1] for line in text.splitlines() if line.strip()]
         headings = [line.lstrip("# ").strip() for line in lines if line.startswith("#")][:4]
-        return {"text": f"(scripted stand-in) README.md has {len(lines)} non-empty lines; its headings are: "
-                        + "; ".join(headings) + "."}
+        return {
+            "text": f"(scripted stand-in) README.md has {len(lines)} non-empty lines; its headings are: "
+            + "; ".join(headings)
+            + "."
+        }
 
     return [{"tool_calls": [{"name": "read", "arguments": {"path": "README.md"}}]}, summarise]
 
@@ -88,9 +91,11 @@ def main() -> int:
         else:
             from i_core.scripted import ScriptedModel
 
-            print(f"NOTE: the configured model cannot be used ({why}); running against the project's SCRIPTED "
-                  "stand-in model on loopback. Everything else is real: core, workers, tools, session file.",
-                  file=sys.stderr)
+            print(
+                f"NOTE: the configured model cannot be used ({why}); running against the project's SCRIPTED "
+                "stand-in model on loopback. Everything else is real: core, workers, tools, session file.",
+                file=sys.stderr,
+            )
             with ScriptedModel(scripted_steps(), context_window=STANDIN_CONTEXT_WINDOW) as model:
                 budget = {k: v for k, v in (config.get("budget") or {}).items() if k not in _WINDOW_SIZED}
                 budget["context_window"] = STANDIN_CONTEXT_WINDOW
@@ -105,8 +110,10 @@ def main() -> int:
         calls = [c["function"]["name"] for m in messages for c in m.get("tool_calls", [])]
         compacted = any(isinstance(m.get("_compaction"), dict) for m in messages)
         print("\nwhat it did:")
-        print(f"  turns: {sum(1 for m in messages if m['role'] == 'user' and '_context' not in m)}; "
-              f"messages in session: {len(messages)}; tool calls: {len(calls)} ({', '.join(calls) or 'none'})")
+        print(
+            f"  turns: {sum(1 for m in messages if m['role'] == 'user' and '_context' not in m)}; "
+            f"messages in session: {len(messages)}; tool calls: {len(calls)} ({', '.join(calls) or 'none'})"
+        )
         print(f"  compacted: {'yes' if compacted else 'no'}; usage anchor: {saved['meta'].get('usage_anchor')}")
         print(f"  session file: {session} (removed with the temporary folder)")
     report = run([I_CMD, "--runtime", "cache-report", "-C", str(ROOT)])

@@ -35,8 +35,14 @@ def project(tmp_path: Path) -> Path:
 @pytest.fixture
 def env(dirs: dict[str, Path]) -> dict[str, str]:
     value = dict(os.environ)
-    value.update({"I_CONFIG_DIR": str(dirs["config"]), "I_DATA_DIR": str(dirs["data"]),
-                  "I_CACHE_DIR": str(dirs["cache"]), "I_RUNTIME_DIR": str(dirs["runtime"])})
+    value.update(
+        {
+            "I_CONFIG_DIR": str(dirs["config"]),
+            "I_DATA_DIR": str(dirs["data"]),
+            "I_CACHE_DIR": str(dirs["cache"]),
+            "I_RUNTIME_DIR": str(dirs["runtime"]),
+        }
+    )
     value.pop("OPENAI_API_KEY", None)
     return value
 
@@ -44,9 +50,16 @@ def env(dirs: dict[str, Path]) -> dict[str, str]:
 @pytest.fixture
 def write_config(dirs: dict[str, Path]):
     def write(base_url: str, **extra: Any) -> Path:
-        config: dict[str, Any] = {"protocol": "openai", "base_url": base_url, "model": "scripted-1",
-                                  "max_tokens": 256, "retries": 0, "timeout": 30, "stream": False,
-                                  "budget": {"context_window": 100000}}
+        config: dict[str, Any] = {
+            "protocol": "openai",
+            "base_url": base_url,
+            "model": "scripted-1",
+            "max_tokens": 256,
+            "retries": 0,
+            "timeout": 30,
+            "stream": False,
+            "budget": {"context_window": 100000},
+        }
         config.update(extra)
         path = dirs["config"] / "config.json"
         path.write_bytes(orjson.dumps(config))

@@ -66,9 +66,16 @@ class LongTask:
             if self.kind == "chinese":
                 piece = self.rng.choice(CHINESE.split("。")) + "。"
             elif self.kind == "ids":
-                piece = orjson.dumps({"id": str(uuid.UUID(int=self.rng.getrandbits(128))),
-                                      "sha": hashlib.sha1(str(self.rng.random()).encode()).hexdigest(),
-                                      "n": self.rng.randint(0, 10**9)}).decode() + ","
+                piece = (
+                    orjson.dumps(
+                        {
+                            "id": str(uuid.UUID(int=self.rng.getrandbits(128))),
+                            "sha": hashlib.sha1(str(self.rng.random()).encode()).hexdigest(),
+                            "n": self.rng.randint(0, 10**9),
+                        }
+                    ).decode()
+                    + ","
+                )
             else:
                 piece = self.rng.choice(self.sentences) + " "
             parts.append(piece)
@@ -90,7 +97,9 @@ class LongTask:
         if action == "read":
             return self.note(turn, read=files[turn % len(files)])
         if action == "shell":
-            return self.note(turn).replace(": Record", f": Please run `wc -c {files[turn % len(files)]}` first. Record", 1)
+            return self.note(turn).replace(
+                ": Record", f": Please run `wc -c {files[turn % len(files)]}` first. Record", 1
+            )
         if action == "write":
             return self.note(turn).replace(": Record", f": Please write notes_{turn}.md first. Record", 1)
         return self.note(turn)
@@ -124,8 +133,17 @@ class LongTask:
             target = re.search(r"Please write (\S+) first", content)
             if target:
                 marker = _ID.search(content)
-                return {"tool_calls": [{"name": "write", "arguments": {
-                    "path": target.group(1), "content": f"# notes\n{marker.group() if marker else ''}\n"}}]}
+                return {
+                    "tool_calls": [
+                        {
+                            "name": "write",
+                            "arguments": {
+                                "path": target.group(1),
+                                "content": f"# notes\n{marker.group() if marker else ''}\n",
+                            },
+                        }
+                    ]
+                }
         turn = re.match(r"Turn (\d+)", content)
         return {"text": f"Done with turn {turn.group(1) if turn else '?'}; noted."}
 
@@ -143,14 +161,25 @@ class LongTask:
 
         def render(kept: list[str]) -> str:
             dropped = [f"- ({len(ids) - len(kept)} older ids omitted)"] if len(kept) < len(ids) else []
-            return "\n".join(["<continuation_summary>", "## Latest user request", "continue recording notes",
-                              "## Recorded ids", *dropped, *(f"- {i}" for i in kept), "## Files",
-                              *(f"- {p}" for p in paths), "## Next step", "answer the next turn",
-                              "</continuation_summary>"])
+            return "\n".join(
+                [
+                    "<continuation_summary>",
+                    "## Latest user request",
+                    "continue recording notes",
+                    "## Recorded ids",
+                    *dropped,
+                    *(f"- {i}" for i in kept),
+                    "## Files",
+                    *(f"- {p}" for p in paths),
+                    "## Next step",
+                    "answer the next turn",
+                    "</continuation_summary>",
+                ]
+            )
 
         kept = ids
         while cap is not None and kept and reference_tokens(render(kept)) > cap:
-            kept = kept[max(1, len(kept) // 10):]
+            kept = kept[max(1, len(kept) // 10) :]
         return render(kept)
 
 

@@ -18,8 +18,9 @@ def test_budget_exhausted_without_compactor_fails_before_any_http(i, write_confi
 def test_tool_output_is_cut_to_the_budget_with_a_marker(i, write_config, plugins, project):
     (project / "big.txt").write_text("line of text\n" * 20000)
     plugins("budget")
-    with ScriptedModel([{"tool_calls": [{"name": "read", "arguments": {"path": "big.txt", "limit": 20000}}]},
-                        {"text": "ok"}]) as model:
+    with ScriptedModel(
+        [{"tool_calls": [{"name": "read", "arguments": {"path": "big.txt", "limit": 20000}}]}, {"text": "ok"}]
+    ) as model:
         write_config(model.base_url, budget={"context_window": 20000, "tool_output_ratio": 0.05})
         result = i("-C", str(project), "read big.txt")
     assert result.returncode == 0, result.stderr
@@ -34,8 +35,10 @@ def test_tool_output_is_cut_to_the_budget_with_a_marker(i, write_config, plugins
 
 def test_usage_anchor_is_used_on_the_next_request(i, write_config, plugins, project, dirs):
     plugins("budget")
-    steps = [{"text": "one", "usage": {"prompt_tokens": 900, "completion_tokens": 10, "total_tokens": 910}},
-             {"text": "two"}]
+    steps = [
+        {"text": "one", "usage": {"prompt_tokens": 900, "completion_tokens": 10, "total_tokens": 910}},
+        {"text": "two"},
+    ]
     with ScriptedModel(steps) as model:
         write_config(model.base_url)
         assert i("-C", str(project), "--session-name", "s", "hello").returncode == 0

@@ -17,8 +17,10 @@ def responder(summaries: list[dict]):
         messages = request.get("messages", [])
         if not request.get("tools"):
             summaries.append(request)
-            return {"text": "<continuation_summary>\n## Latest user request\nkeep counting turns\n"
-                            "## Next step\nanswer the next turn\n</continuation_summary>"}
+            return {
+                "text": "<continuation_summary>\n## Latest user request\nkeep counting turns\n"
+                "## Next step\nanswer the next turn\n</continuation_summary>"
+            }
         turn = sum(1 for m in messages if m.get("role") == "user")
         # Usage is counted by content (~4 bytes a token here), as a real server reports it.
         return {"text": f"noted turn {turn}"}

@@ -41,8 +41,7 @@ def run_session(i, project: Path, task: LongTask, turns: int, files: list[str]) 
 
 
 @pytest.mark.parametrize(("kind", "window", "mode", "note_bytes"), CASES)
-def test_long_session_survives_a_full_window(i, write_config, plugins, project, dirs, kind, window, mode,
-                                             note_bytes):
+def test_long_session_survives_a_full_window(i, write_config, plugins, project, dirs, kind, window, mode, note_bytes):
     plugins("compact")
     (dirs["config"] / "compact.json").write_bytes(orjson.dumps({"keep_recent": 4, "mode": mode}))
     task = LongTask(kind, note_bytes=note_bytes)
@@ -94,9 +93,12 @@ def test_a_second_refusal_fails_cleanly_and_the_session_goes_on(i, write_config,
     def refusal(body: dict) -> dict:
         # A server that says its context is one token short of this very request, by its own count.
         count = prompt_tokens("openai", body)
-        return {"status": 400, "error_type": "invalid_request_error",
-                "error_message": f"This model's maximum context length is {count - 1} tokens. However, your "
-                                 f"messages resulted in {count} tokens. Please reduce the length of the messages."}
+        return {
+            "status": 400,
+            "error_type": "invalid_request_error",
+            "error_message": f"This model's maximum context length is {count - 1} tokens. However, your "
+            f"messages resulted in {count} tokens. Please reduce the length of the messages.",
+        }
 
     script = [task.respond] * 4 + [refusal, refusal] + [task.respond] * 4
     with ScriptedModel(script) as model:
@@ -116,8 +118,7 @@ def test_a_second_refusal_fails_cleanly_and_the_session_goes_on(i, write_config,
     assert session_of(project)["messages"][-1]["content"].startswith("Done with turn 5")
 
 
-def test_a_message_too_big_for_any_cut_is_named_and_the_session_is_unchanged(i, write_config, plugins, project,
-                                                                             dirs):
+def test_a_message_too_big_for_any_cut_is_named_and_the_session_is_unchanged(i, write_config, plugins, project, dirs):
     plugins("compact")
     task = LongTask("english", note_bytes=2_000)
     with ScriptedModel([task.respond] * 20, context_window=8_192) as model:
@@ -227,16 +228,17 @@ def _inflate(project: Path, name: str, megabytes: float) -> int:
     turn = 0
     while path.stat().st_size < megabytes * 1e6:
         for _ in range(200):
-            doc["messages"] += [{"role": "user", "content": task.note(turn)},
-                                {"role": "assistant", "content": f"Done with turn {turn}; noted."}]
+            doc["messages"] += [
+                {"role": "user", "content": task.note(turn)},
+                {"role": "assistant", "content": f"Done with turn {turn}; noted."},
+            ]
             turn += 1
         doc["meta"].pop("usage_anchor", None)
         path.write_bytes(orjson.dumps(doc))
     return len(doc["messages"])
 
 
-def test_compact_on_demand_works_on_a_huge_session_and_says_when_it_is_too_big(i, write_config, plugins, project,
-                                                                              dirs):
+def test_compact_on_demand_works_on_a_huge_session_and_says_when_it_is_too_big(i, write_config, plugins, project, dirs):
     plugins("compact")
     (dirs["config"] / "compact.json").write_bytes(orjson.dumps({"keep_recent": 4, "mode": "local"}))
     with ScriptedModel([{"text": "ok"}] * 4) as model:

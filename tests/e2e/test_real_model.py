@@ -16,8 +16,13 @@ pytestmark = pytest.mark.optional
 
 @pytest.mark.skipif(not os.environ.get("I_TEST_OPENAI_BASE_URL"), reason="I_TEST_OPENAI_BASE_URL is not set")
 def test_read_and_summarise_against_a_real_server(i, write_config, project):
-    write_config(os.environ["I_TEST_OPENAI_BASE_URL"], model=os.environ.get("I_TEST_OPENAI_MODEL", "gpt-4o-mini"),
-                 api_key_env=os.environ.get("I_TEST_OPENAI_KEY_ENV"), retries=2, timeout=120)
+    write_config(
+        os.environ["I_TEST_OPENAI_BASE_URL"],
+        model=os.environ.get("I_TEST_OPENAI_MODEL", "gpt-4o-mini"),
+        api_key_env=os.environ.get("I_TEST_OPENAI_KEY_ENV"),
+        retries=2,
+        timeout=120,
+    )
     result = i("-C", str(project), "read README.md and summarise it in one sentence")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()

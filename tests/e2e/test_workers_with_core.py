@@ -14,10 +14,16 @@ from i_core.scripted import ScriptedModel
 def test_cache_report_after_a_session(i, write_config, plugins, project, dirs):
     plugins("cache")
     (dirs["config"] / "cache.json").write_bytes(orjson.dumps({"mode": "openai", "namespace": "e2e"}))
-    steps = [{"text": "one", "usage": {"prompt_tokens": 1000, "completion_tokens": 5,
-                                       "prompt_tokens_details": {"cached_tokens": 0}}},
-             {"text": "two", "usage": {"prompt_tokens": 1200, "completion_tokens": 5,
-                                       "prompt_tokens_details": {"cached_tokens": 1000}}}]
+    steps = [
+        {
+            "text": "one",
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 0}},
+        },
+        {
+            "text": "two",
+            "usage": {"prompt_tokens": 1200, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 1000}},
+        },
+    ]
     with ScriptedModel(steps) as model:
         write_config(model.base_url)
         assert i("-C", str(project), "--session-name", "c", "first").returncode == 0
@@ -44,8 +50,11 @@ def test_unknown_usage_makes_target_met_null(i, write_config, plugins, project, 
 
 def test_memory_is_injected_as_an_untrusted_snapshot(i, write_config, plugins, project, dirs):
     plugins("memory")
-    steps = [{"tool_calls": [{"name": "memory_set", "arguments": {"key": "build", "value": "make all"}}]},
-             {"text": "stored"}, {"text": "I remember"}]
+    steps = [
+        {"tool_calls": [{"name": "memory_set", "arguments": {"key": "build", "value": "make all"}}]},
+        {"text": "stored"},
+        {"text": "I remember"},
+    ]
     with ScriptedModel(steps) as model:
         write_config(model.base_url)
         first = i("-C", str(project), "--yolo", "--session-name", "m", "remember the build command")
@@ -64,9 +73,17 @@ def test_memory_is_injected_as_an_untrusted_snapshot(i, write_config, plugins, p
 
 def test_memory_refuses_secrets_through_the_core(i, write_config, plugins, project):
     plugins("memory")
-    steps = [{"tool_calls": [{"name": "memory_set",
-                              "arguments": {"key": "token", "value": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}}]},
-             {"text": "ok"}]
+    steps = [
+        {
+            "tool_calls": [
+                {
+                    "name": "memory_set",
+                    "arguments": {"key": "token", "value": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
+                }
+            ]
+        },
+        {"text": "ok"},
+    ]
     with ScriptedModel(steps) as model:
         write_config(model.base_url)
         result = i("-C", str(project), "--yolo", "remember my token")

@@ -15,7 +15,12 @@ HERE = Path(__file__).parent
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """Isolated I_*_DIR directories, set in this process's environment for the test."""
     result = {}
-    for key, env in (("config", "I_CONFIG_DIR"), ("data", "I_DATA_DIR"), ("cache", "I_CACHE_DIR"), ("runtime", "I_RUNTIME_DIR")):
+    for key, env in (
+        ("config", "I_CONFIG_DIR"),
+        ("data", "I_DATA_DIR"),
+        ("cache", "I_CACHE_DIR"),
+        ("runtime", "I_RUNTIME_DIR"),
+    ):
         path = tmp_path / key
         path.mkdir()
         monkeypatch.setenv(env, str(path))

@@ -20,16 +20,31 @@ HERE = Path(__file__).parent
 def env(dirs, tmp_path):
     """The environment of an `i` process: isolated directories, an API key to keep secret."""
     value = dict(os.environ)
-    value.update({"I_CONFIG_DIR": str(dirs["config"]), "I_DATA_DIR": str(dirs["data"]),
-                  "I_CACHE_DIR": str(dirs["cache"]), "I_RUNTIME_DIR": str(dirs["runtime"]),
-                  "TEST_MODEL_KEY": "sk-test-secret-value-1234567890", "I_APPROVAL_TOKEN": "approval-secret"})
+    value.update(
+        {
+            "I_CONFIG_DIR": str(dirs["config"]),
+            "I_DATA_DIR": str(dirs["data"]),
+            "I_CACHE_DIR": str(dirs["cache"]),
+            "I_RUNTIME_DIR": str(dirs["runtime"]),
+            "TEST_MODEL_KEY": "sk-test-secret-value-1234567890",
+            "I_APPROVAL_TOKEN": "approval-secret",
+        }
+    )
     return value
 
 
 def write_config(dirs, base_url: str, **extra) -> Path:
-    config = {"protocol": "openai", "base_url": base_url, "model": "scripted-1", "api_key_env": "TEST_MODEL_KEY",
-              "max_tokens": 512, "retries": 3, "timeout": 20, "stream": False,
-              "budget": {"context_window": 100000}}
+    config = {
+        "protocol": "openai",
+        "base_url": base_url,
+        "model": "scripted-1",
+        "api_key_env": "TEST_MODEL_KEY",
+        "max_tokens": 512,
+        "retries": 3,
+        "timeout": 20,
+        "stream": False,
+        "budget": {"context_window": 100000},
+    }
     config.update(extra)
     path = dirs["config"] / "config.json"
     path.write_bytes(orjson.dumps(config))
@@ -37,8 +52,9 @@ def write_config(dirs, base_url: str, **extra) -> Path:
 
 
 def i(env, *args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "i_core", *args], env=env, capture_output=True, text=True,
-                          input=input, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "i_core", *args], env=env, capture_output=True, text=True, input=input, timeout=timeout
+    )
 
 
 def tool_call(name: str, arguments, call_id: str | None = None) -> dict:
@@ -53,8 +69,9 @@ def tool_messages(request) -> list[dict]:
 
 
 def test_read_task_runs_the_read_tool_and_prints_the_answer(env, dirs, project):
-    with ScriptedModel([{"tool_calls": [tool_call("read", {"path": "README.md"})]},
-                        {"text": "It is a demo project."}]) as model:
+    with ScriptedModel(
+        [{"tool_calls": [tool_call("read", {"path": "README.md"})]}, {"text": "It is a demo project."}]
+    ) as model:
         write_config(dirs, model.base_url)
         result = i(env, "-C", str(project), "read README.md and summarise it")
     assert result.returncode == 0, result.stderr
@@ -104,11 +121,14 @@ def session_bytes(project: Path) -> bytes:
     return (project / ".i" / "sessions" / "s.json").read_bytes()
 
 
-@pytest.mark.parametrize("step, message", [
-    ({"raw_body": b"{not json"}, "a body that is not JSON"),
-    ({"redirect": "http://127.0.0.2:9/elsewhere"}, "redirects are not followed"),
-    ({"status": 400, "error_message": "model 'scripted-1' does not exist"}, "model 'scripted-1' does not exist"),
-])
+@pytest.mark.parametrize(
+    "step, message",
+    [
+        ({"raw_body": b"{not json"}, "a body that is not JSON"),
+        ({"redirect": "http://127.0.0.2:9/elsewhere"}, "redirects are not followed"),
+        ({"status": 400, "error_message": "model 'scripted-1' does not exist"}, "model 'scripted-1' does not exist"),
+    ],
+)
 def test_model_failures_are_clear_and_keep_the_last_checkpoint(env, dirs, project, step, message):
     with ScriptedModel([{"text": "ok"}, step]) as model:
         write_config(dirs, model.base_url, retries=0)
@@ -122,8 +142,16 @@ def test_model_failures_are_clear_and_keep_the_last_checkpoint(env, dirs, projec
 
 def test_500_three_times_then_200_retries_and_announces_each_retry(env, dirs, project, tmp_path, write_manifest):
     log = tmp_path / "events.jsonl"
-    manifest = write_manifest({"hooks": [{"events": ["request_retry", "before_request", "after_response"],
-                                          "exec": [sys.executable, str(HERE / "workers" / "recorder_worker.py"), str(log)]}]})
+    manifest = write_manifest(
+        {
+            "hooks": [
+                {
+                    "events": ["request_retry", "before_request", "after_response"],
+                    "exec": [sys.executable, str(HERE / "workers" / "recorder_worker.py"), str(log)],
+                }
+            ]
+        }
+    )
     steps = [{"status": 500, "error_message": "overloaded"}] * 3 + [{"text": "finally"}]
     with ScriptedModel(steps) as model:
         write_config(dirs, model.base_url, retries=3)
@@ -131,7 +159,13 @@ def test_500_three_times_then_200_retries_and_announces_each_retry(env, dirs, pr
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "finally"
     events = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [e["event"] for e in events] == ["before_request", "request_retry", "request_retry", "request_retry", "after_response"]
+    assert [e["event"] for e in events] == [
+        "before_request",
+        "request_retry",
+        "request_retry",
+        "request_retry",
+        "after_response",
+    ]
     assert [e["data"]["attempt"] for e in events if e["event"] == "request_retry"] == [1, 2, 3]
 
 
@@ -150,8 +184,12 @@ def test_response_over_the_cap_is_refused(env, dirs, project):
 
 
 def test_unknown_tool_and_bad_json_arguments_go_back_to_the_model(env, dirs, project):
-    with ScriptedModel([{"tool_calls": [tool_call("teleport", {"to": "mars"}), tool_call("read", "{not json")]},
-                        {"text": "understood"}]) as model:
+    with ScriptedModel(
+        [
+            {"tool_calls": [tool_call("teleport", {"to": "mars"}), tool_call("read", "{not json")]},
+            {"text": "understood"},
+        ]
+    ) as model:
         write_config(dirs, model.base_url)
         result = i(env, "-C", str(project), "go")
     assert result.returncode == 0, result.stderr
@@ -161,7 +199,9 @@ def test_unknown_tool_and_bad_json_arguments_go_back_to_the_model(env, dirs, pro
 
 
 def test_duplicate_tool_call_ids_are_a_clear_error(env, dirs, project):
-    with ScriptedModel([{"tool_calls": [tool_call("read", {"path": "a"}, "same"), tool_call("read", {"path": "b"}, "same")]}]) as model:
+    with ScriptedModel(
+        [{"tool_calls": [tool_call("read", {"path": "a"}, "same"), tool_call("read", {"path": "b"}, "same")]}]
+    ) as model:
         write_config(dirs, model.base_url)
         result = i(env, "-C", str(project), "--session-name", "s", "go")
     assert result.returncode == 4 and "duplicate tool call id 'same'" in result.stderr
@@ -169,7 +209,9 @@ def test_duplicate_tool_call_ids_are_a_clear_error(env, dirs, project):
 
 
 def test_non_interactive_run_refuses_tools_that_need_approval(env, dirs, project):
-    with ScriptedModel([{"tool_calls": [tool_call("write", {"path": "out.txt", "content": "x"})]}, {"text": "ok"}]) as model:
+    with ScriptedModel(
+        [{"tool_calls": [tool_call("write", {"path": "out.txt", "content": "x"})]}, {"text": "ok"}]
+    ) as model:
         write_config(dirs, model.base_url)
         result = i(env, "-C", str(project), "write it")
     assert result.returncode == 0, result.stderr
@@ -178,9 +220,15 @@ def test_non_interactive_run_refuses_tools_that_need_approval(env, dirs, project
 
 
 def test_yolo_runs_tools_and_shell_never_sees_the_approval_token(env, dirs, project):
-    steps = [{"tool_calls": [tool_call("write", {"path": "out.txt", "content": "written"}),
-                             tool_call("shell", {"command": "echo token=${I_APPROVAL_TOKEN:-absent}"})]},
-             {"text": "ok"}]
+    steps = [
+        {
+            "tool_calls": [
+                tool_call("write", {"path": "out.txt", "content": "written"}),
+                tool_call("shell", {"command": "echo token=${I_APPROVAL_TOKEN:-absent}"}),
+            ]
+        },
+        {"text": "ok"},
+    ]
     with ScriptedModel(steps) as model:
         write_config(dirs, model.base_url)
         result = i(env, "-C", str(project), "--yolo", "write it")
@@ -193,13 +241,17 @@ def test_approval_hook_can_deny_even_with_yolo_and_failures_never_allow(env, dir
     (dirs["config"] / "approval.json").write_text('{"deny_tools":["write"]}')
     approval = [sys.executable, "-m", "i_core", "--runtime", "worker", "approval"]
     manifest = write_manifest({"hooks": [{"events": ["tool_approval"], "exec": approval}]})
-    with ScriptedModel([{"tool_calls": [tool_call("write", {"path": "o.txt", "content": "x"})]}, {"text": "ok"}]) as model:
+    with ScriptedModel(
+        [{"tool_calls": [tool_call("write", {"path": "o.txt", "content": "x"})]}, {"text": "ok"}]
+    ) as model:
         write_config(dirs, model.base_url)
         result = i(env, "-C", str(project), "--yolo", "--manifest", str(manifest), "go")
     assert result.returncode == 0, result.stderr
     assert "denied by the approval policy" in tool_messages(model.requests[1])[0]["content"]
     (dirs["config"] / "approval.json").write_text('{"mode":"bogus"}')
-    with ScriptedModel([{"tool_calls": [tool_call("write", {"path": "o.txt", "content": "x"})]}, {"text": "ok"}]) as model:
+    with ScriptedModel(
+        [{"tool_calls": [tool_call("write", {"path": "o.txt", "content": "x"})]}, {"text": "ok"}]
+    ) as model:
         write_config(dirs, model.base_url)
         result = i(env, "-C", str(project), "--yolo", "--manifest", str(manifest), "go")
     assert "approval policy failed" in tool_messages(model.requests[1])[0]["content"]
@@ -280,6 +332,8 @@ def test_snapshot_units():
     assert again == []
     removed, state = context_updates({"memory": {"entries": {}, "revision": "r2"}}, state)
     assert '"remove": [\n    "a"\n  ]' in removed[0]["content"]
-    restored = restore_snapshots([{"role": "system", "content": "s"}], {"skills": {"entries": {"x": 1}, "revision": "q"}})
+    restored = restore_snapshots(
+        [{"role": "system", "content": "s"}], {"skills": {"entries": {"x": 1}, "revision": "q"}}
+    )
     assert restored[-1]["_context"] == {"source": "skills", "kind": "snapshot", "revision": "q"}
     assert restore_snapshots([{"role": "system", "content": "s"}], state) == [{"role": "system", "content": "s"}]

@@ -14,8 +14,9 @@ def bundled(dirs):
     started = []
 
     def start(name):
-        worker = WorkerProcess.spawn([sys.executable, "-m", "i_core", "--runtime", "worker", name],
-                                     env=worker_environment(paths_from_env()))
+        worker = WorkerProcess.spawn(
+            [sys.executable, "-m", "i_core", "--runtime", "worker", name], env=worker_environment(paths_from_env())
+        )
         started.append(worker)
         return worker
 
@@ -25,7 +26,9 @@ def bundled(dirs):
 
 
 def approval(worker, name, decision="ask"):
-    return worker.call("tool_approval", {"name": name, "arguments": {}, "external": False, "decision": decision})["decision"]
+    return worker.call("tool_approval", {"name": name, "arguments": {}, "external": False, "decision": decision})[
+        "decision"
+    ]
 
 
 def test_approval_defaults_keep_the_core_decision(bundled):
@@ -42,12 +45,15 @@ def test_approval_auto_allows_and_deny_tools_always_deny(bundled, dirs):
     assert approval(worker, "shell", "allow") == "deny"
 
 
-@pytest.mark.parametrize("config, message", [
-    ('{"mode":"yolo"}', 'mode must be "ask" or "auto"'),
-    ('{"deny_tools":"shell"}', "deny_tools must be an array"),
-    ('{"mode":"auto","extra":1}', "unknown field(s): extra"),
-    ("{broken", "is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ('{"mode":"yolo"}', 'mode must be "ask" or "auto"'),
+        ('{"deny_tools":"shell"}', "deny_tools must be an array"),
+        ('{"mode":"auto","extra":1}', "unknown field(s): extra"),
+        ("{broken", "is not valid JSON"),
+    ],
+)
 def test_invalid_approval_config_is_an_error_frame(bundled, dirs, config, message):
     (dirs["config"] / "approval.json").write_text(config)
     with pytest.raises(ErrorFrame) as info:
@@ -75,12 +81,15 @@ def test_prompts_file_relative_to_config(bundled, dirs, project):
     assert reply == {"prompt": f"Custom prompt for {project}.", "other": 1}
 
 
-@pytest.mark.parametrize("content, message", [
-    ("", "is empty"),
-    ("   \n", "is empty"),
-    ("x" * 32001, "longer than 32000 characters"),
-    (None, "No such file"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "is empty"),
+        ("   \n", "is empty"),
+        ("x" * 32001, "longer than 32000 characters"),
+        (None, "No such file"),
+    ],
+)
 def test_prompt_file_limits(bundled, dirs, content, message):
     (dirs["config"] / "prompts.json").write_text('{"system":"system.txt"}')
     if content is not None:

@@ -24,7 +24,12 @@ def test_init_creates_four_files_and_never_overwrites(run_i, dirs):
         nothing = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
     first = run_i("--runtime", "init", "--base-url", nothing)
     assert first.returncode == 0
-    assert sorted(p.name for p in dirs["config"].iterdir()) == ["bindings.json", "builtin.json", "config.json", "plugins.json"]
+    assert sorted(p.name for p in dirs["config"].iterdir()) == [
+        "bindings.json",
+        "builtin.json",
+        "config.json",
+        "plugins.json",
+    ]
     (dirs["config"] / "config.json").write_text('{"model":"mine"}')
     second = run_i("--runtime", "init")
     assert second.returncode == 0 and second.stdout.decode().count("kept") == 4
@@ -67,8 +72,14 @@ def test_paths_of_a_missing_project_is_a_clear_error(run_i, dirs, tmp_path):
 
 
 def test_two_core_processes_racing_get_the_same_workspace_id(dirs, project):
-    procs = [subprocess.Popen([sys.executable, "-m", "i_core", "--runtime", "paths", "-C", str(project)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(6)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "i_core", "--runtime", "paths", "-C", str(project)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(6)
+    ]
     ids = {orjson.loads(p.communicate(timeout=60)[0])["workspace_id"] for p in procs}
     assert len(ids) == 1
     registry = orjson.loads((dirs["data"] / "workspaces.json").read_bytes())
@@ -81,9 +92,17 @@ def test_relative_directory_variable_is_a_config_error(run_i, project):
 
 
 def test_hook_command_runs_the_chain(run_i, dirs, project, chain_exec, write_manifest):
-    manifest = write_manifest({"hooks": [{"events": ["before_turn"], "exec": chain_exec("a")},
-                                         {"events": ["before_turn"], "exec": chain_exec("b")}]})
-    result = run_i("--runtime", "hook", "before_turn", "-C", str(project), "--manifest", str(manifest), input=b'{"x":1}')
+    manifest = write_manifest(
+        {
+            "hooks": [
+                {"events": ["before_turn"], "exec": chain_exec("a")},
+                {"events": ["before_turn"], "exec": chain_exec("b")},
+            ]
+        }
+    )
+    result = run_i(
+        "--runtime", "hook", "before_turn", "-C", str(project), "--manifest", str(manifest), input=b'{"x":1}'
+    )
     assert result.returncode == 0, result.stderr
     data = orjson.loads(result.stdout)
     assert data["trail"] == ["a", "b"] and data["x"] == 1

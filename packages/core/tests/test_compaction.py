@@ -25,19 +25,41 @@ def setup(dirs, project, tmp_path, write_manifest):
     worker = [sys.executable, str(HERE / "workers" / "fake_compactor.py"), str(behaviour)]
     events = ["context_budget", "compact_plan", "before_compact", "after_compact", "after_compact_commit"]
     manifest = write_manifest({"hooks": [{"events": events, "exec": worker}]})
-    env = dict(os.environ, I_CONFIG_DIR=str(dirs["config"]), I_DATA_DIR=str(dirs["data"]),
-               I_CACHE_DIR=str(dirs["cache"]), I_RUNTIME_DIR=str(dirs["runtime"]))
+    env = dict(
+        os.environ,
+        I_CONFIG_DIR=str(dirs["config"]),
+        I_DATA_DIR=str(dirs["data"]),
+        I_CACHE_DIR=str(dirs["cache"]),
+        I_RUNTIME_DIR=str(dirs["runtime"]),
+    )
 
     class Setup:
         def behave(self, **conf):
             behaviour.write_text(json.dumps(conf))
 
         def run(self, base_url: str, text: str, *extra: str):
-            (dirs["config"] / "config.json").write_bytes(orjson.dumps(
-                {"protocol": "openai", "base_url": base_url, "model": "m", "stream": False, "retries": 0}))
-            return subprocess.run([sys.executable, "-m", "i_core", "-C", str(project), "--manifest", str(manifest),
-                                   "--session-name", "s", *extra, text], env=env, capture_output=True, text=True,
-                                  timeout=120)
+            (dirs["config"] / "config.json").write_bytes(
+                orjson.dumps({"protocol": "openai", "base_url": base_url, "model": "m", "stream": False, "retries": 0})
+            )
+            return subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "i_core",
+                    "-C",
+                    str(project),
+                    "--manifest",
+                    str(manifest),
+                    "--session-name",
+                    "s",
+                    *extra,
+                    text,
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
 
         session = project / ".i" / "sessions" / "s.json"
         backup = project / ".i" / "sessions" / "s.precompact.json"
@@ -53,21 +75,27 @@ def grow(setup, model, turns: int = 3) -> bytes:
     return setup.session.read_bytes()
 
 
-@pytest.mark.parametrize("conf, message", [
-    ({"cut": 1}, "invalid cut 1"),
-    ({"cut": 0}, "invalid cut 0"),
-    ({"cut": 999}, "invalid cut 999"),
-    ({"cut": "7"}, "invalid cut '7'"),
-    ({"cut": True}, "invalid cut True"),
-    ({"cut": "last_tool"}, "inside a tool batch"),
-    ({"cut": "keep_two", "summary": ""}, "empty or non-text local summary"),
-    ({"cut": "keep_two", "summary": "x" * 40000}, "does not fit the context budget"),
-    ({"cut": "keep_two", "crash": "compact_plan"}, "fake compactor crashed on compact_plan"),
-    ({"cut": "keep_two", "crash": "after_compact"}, "fake compactor crashed on after_compact"),
-])
+@pytest.mark.parametrize(
+    "conf, message",
+    [
+        ({"cut": 1}, "invalid cut 1"),
+        ({"cut": 0}, "invalid cut 0"),
+        ({"cut": 999}, "invalid cut 999"),
+        ({"cut": "7"}, "invalid cut '7'"),
+        ({"cut": True}, "invalid cut True"),
+        ({"cut": "last_tool"}, "inside a tool batch"),
+        ({"cut": "keep_two", "summary": ""}, "empty or non-text local summary"),
+        ({"cut": "keep_two", "summary": "x" * 40000}, "does not fit the context budget"),
+        ({"cut": "keep_two", "crash": "compact_plan"}, "fake compactor crashed on compact_plan"),
+        ({"cut": "keep_two", "crash": "after_compact"}, "fake compactor crashed on after_compact"),
+    ],
+)
 def test_failed_compaction_commits_nothing(setup, conf, message):
-    steps = [{"text": "ok"}] * 3 + [{"tool_calls": [{"name": "read", "arguments": {"path": "README.md"}}]},
-                                    {"text": "read it"}, {"text": "never"}]
+    steps = [{"text": "ok"}] * 3 + [
+        {"tool_calls": [{"name": "read", "arguments": {"path": "README.md"}}]},
+        {"text": "read it"},
+        {"text": "never"},
+    ]
     with ScriptedModel(steps) as model:
         before = grow(setup, model)
         assert setup.run(model.base_url, "read the readme").returncode == 0  # a tool batch in history
@@ -137,14 +165,34 @@ def test_no_compactor_means_no_fallback(setup, tmp_path, dirs, project):
     behaviour = tmp_path / "b2.json"
     behaviour.write_text(json.dumps({"fits_over": 10}))
     manifest = tmp_path / "budget-only.json"
-    manifest.write_bytes(orjson.dumps({"hooks": [{"events": ["context_budget"],
-                                                  "exec": [sys.executable, str(HERE / "workers" / "fake_compactor.py"), str(behaviour)]}]}))
+    manifest.write_bytes(
+        orjson.dumps(
+            {
+                "hooks": [
+                    {
+                        "events": ["context_budget"],
+                        "exec": [sys.executable, str(HERE / "workers" / "fake_compactor.py"), str(behaviour)],
+                    }
+                ]
+            }
+        )
+    )
     with ScriptedModel([{"text": "never"}]) as model:
         (dirs["config"] / "config.json").write_bytes(orjson.dumps({"base_url": model.base_url, "model": "m"}))
-        env = dict(os.environ, I_CONFIG_DIR=str(dirs["config"]), I_DATA_DIR=str(dirs["data"]),
-                   I_CACHE_DIR=str(dirs["cache"]), I_RUNTIME_DIR=str(dirs["runtime"]))
-        result = subprocess.run([sys.executable, "-m", "i_core", "-C", str(project), "--manifest", str(manifest), "hi"],
-                                env=env, capture_output=True, text=True, timeout=60)
+        env = dict(
+            os.environ,
+            I_CONFIG_DIR=str(dirs["config"]),
+            I_DATA_DIR=str(dirs["data"]),
+            I_CACHE_DIR=str(dirs["cache"]),
+            I_RUNTIME_DIR=str(dirs["runtime"]),
+        )
+        result = subprocess.run(
+            [sys.executable, "-m", "i_core", "-C", str(project), "--manifest", str(manifest), "hi"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert result.returncode == 5 and "no compactor is installed" in result.stderr
     assert model.requests == []
 
@@ -202,16 +250,16 @@ def test_after_compact_may_ask_for_bounded_revisions(setup, tmp_path):
         setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", revise=2)
         result = setup.run(model.base_url, "next " + LONG)
     assert result.returncode == 0, result.stderr
-    assert [r["messages"][0]["content"] for r in summary_requests] == ["Summarise", "revise round 1",
-                                                                       "revise round 2"]
+    assert [r["messages"][0]["content"] for r in summary_requests] == ["Summarise", "revise round 1", "revise round 2"]
     assert "version 1" in summary_requests[1]["messages"][1]["content"]  # the summary so far
     assert "version 3" in orjson.loads(setup.session.read_bytes())["messages"][1]["content"]
 
 
 def test_endless_revisions_fail_and_commit_nothing(setup, tmp_path):
     log = tmp_path / "log.ndjson"
-    with ScriptedModel([{"text": "ok"}] * 3 + [{"text": "<continuation_summary>s</continuation_summary>"}] * 8) \
-            as model:
+    with ScriptedModel(
+        [{"text": "ok"}] * 3 + [{"text": "<continuation_summary>s</continuation_summary>"}] * 8
+    ) as model:
         before = grow(setup, model)
         setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", revise=99, log=str(log))
         result = setup.run(model.base_url, "next " + LONG)

@@ -139,8 +139,9 @@ class Terminal:
 
 def _config(dirs: dict[str, Path], model: ScriptedModel) -> None:
     # Default options: no "stream" field (streaming is on by default), no --quiet anywhere.
-    (dirs["config"] / "config.json").write_bytes(orjson.dumps(
-        {"protocol": "openai", "base_url": model.base_url, "model": "m"}))
+    (dirs["config"] / "config.json").write_bytes(
+        orjson.dumps({"protocol": "openai", "base_url": model.base_url, "model": "m"})
+    )
 
 
 ONE_LINE = "Hello there, this answer is one line long."
@@ -161,8 +162,8 @@ def test_one_shot_streamed_answer_stays_on_screen(dirs, project, answer):
     screen = term.screen()
     expected = answer.split("\n")
     start = screen.index(expected[0])  # its own line: not glued to a progress line
-    assert screen[start:start + len(expected)] == expected
-    assert any(line.startswith("[i] 1 model request(s)") for line in screen[start + len(expected):])
+    assert screen[start : start + len(expected)] == expected
+    assert any(line.startswith("[i] 1 model request(s)") for line in screen[start + len(expected) :])
     assert model.requests[0].body["stream"] is True
     assert not any("model thinking" in line for line in screen)
 
@@ -185,10 +186,13 @@ def test_console_streamed_answers_stay_on_screen_with_a_status_line(dirs, projec
     assert screen[one - 1].endswith("> first")
     assert screen[one + 1].startswith("[i] tokens in ")
     many = screen.index(MANY_LINES.split("\n")[0])
-    assert screen[many:many + 3] == MANY_LINES.split("\n")
+    assert screen[many : many + 3] == MANY_LINES.split("\n")
     status = screen[many + 3]
-    assert re.fullmatch(r"\[i\] tokens in [\d,]+ / out \d+ \(cache read 0%\) · context unknown \(no budget module\)"
-                        r" · 0 compactions", status), status
+    assert re.fullmatch(
+        r"\[i\] tokens in [\d,]+ / out \d+ \(cache read 0%\) · context unknown \(no budget module\)"
+        r" · 0 compactions",
+        status,
+    ), status
 
 
 def _session_files(project: Path) -> list[Path]:
@@ -257,8 +261,10 @@ def test_ctrl_c_during_a_running_shell_tool_kills_it_and_returns_to_the_prompt(d
 
 
 def test_one_shot_ctrl_c_exits_130_and_keeps_the_last_checkpoint(dirs, project):
-    steps = [{"tool_calls": [{"name": "read", "arguments": {"path": "README.md"}}]},
-             {"text": "never finished", "delay": 5}]
+    steps = [
+        {"tool_calls": [{"name": "read", "arguments": {"path": "README.md"}}]},
+        {"text": "never finished", "delay": 5},
+    ]
     with ScriptedModel(steps) as model:
         _config(dirs, model)
         term = Terminal(["-C", str(project), "--session-name", "s", "read it"], project)
@@ -275,10 +281,16 @@ def test_one_shot_ctrl_c_exits_130_and_keeps_the_last_checkpoint(dirs, project):
 def test_edit_shows_a_diff_and_a_allows_the_tool_for_the_session(dirs, project):
     (project / "notes.txt").write_text("alpha\nbeta\ngamma\n")
     steps = [
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "notes.txt", "old_string": "beta",
-                                                       "new_string": "BETA"}}]},
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "notes.txt", "old_string": "gamma",
-                                                       "new_string": "GAMMA"}}]},
+        {
+            "tool_calls": [
+                {"name": "edit", "arguments": {"path": "notes.txt", "old_string": "beta", "new_string": "BETA"}}
+            ]
+        },
+        {
+            "tool_calls": [
+                {"name": "edit", "arguments": {"path": "notes.txt", "old_string": "gamma", "new_string": "GAMMA"}}
+            ]
+        },
         {"text": "both edits done"},
     ]
     with ScriptedModel(steps) as model:

@@ -96,15 +96,31 @@ def test_each_servers_body_is_recognised_with_its_numbers(body: dict[str, Any], 
     ("message", "input_tokens", "limit"),
     [
         # vLLM's current wording, with the parameter suffix its validation error adds.
-        ("This model's maximum context length is 2048 tokens. However, your request has 3000 input tokens. "
-         "Please reduce the length of the input messages. (parameter=input_tokens, value=3000)", 3000, 2048),
-        ("'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is "
-         "4096 tokens and your request has 200 input tokens (4000 > 4096 - 200).", 200, 4096),
-        ("The decoder prompt (length 5000) is longer than the maximum model length of 4096. Make sure that "
-         "`max_model_len` is no smaller than the number of text tokens.", 5000, 4096),
+        (
+            "This model's maximum context length is 2048 tokens. However, your request has 3000 input tokens. "
+            "Please reduce the length of the input messages. (parameter=input_tokens, value=3000)",
+            3000,
+            2048,
+        ),
+        (
+            "'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is "
+            "4096 tokens and your request has 200 input tokens (4000 > 4096 - 200).",
+            200,
+            4096,
+        ),
+        (
+            "The decoder prompt (length 5000) is longer than the maximum model length of 4096. Make sure that "
+            "`max_model_len` is no smaller than the number of text tokens.",
+            5000,
+            4096,
+        ),
         # Anthropic when prompt + max_tokens overflow.
-        ("input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000, decrease input length or "
-         "`max_tokens` and try again", 198000, 200000),
+        (
+            "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000, decrease input length or "
+            "`max_tokens` and try again",
+            198000,
+            200000,
+        ),
         # llama.cpp with the counts in its text only.
         ("request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it", 5000, 4096),
         # A limit without the input count.
@@ -118,8 +134,9 @@ def test_fallback_on_the_text_alone(message: str, input_tokens: int | None, limi
 
 
 def test_numbers_are_parsed_defensively() -> None:
-    odd = {"error": {"type": "exceed_context_size_error", "message": "too big", "n_prompt_tokens": "5000",
-                     "n_ctx": True}}
+    odd = {
+        "error": {"type": "exceed_context_size_error", "message": "too big", "n_prompt_tokens": "5000", "n_ctx": True}
+    }
     rejection = context_rejection(400, odd)
     assert rejection is not None and rejection.input_tokens is None and rejection.limit is None
     bare = context_rejection(400, {"error": {"code": "context_length_exceeded", "message": "too long"}})
@@ -148,30 +165,61 @@ def test_the_message_is_clear() -> None:
 @pytest.mark.parametrize(
     ("status", "body"),
     [
-        pytest.param(400, {"error": {"message": "max_tokens is too large: 999999. This model supports at most 4096 "
-                                                "completion tokens", "type": "invalid_request_error",
-                                     "code": "invalid_value"}}, id="400-other"),
-        pytest.param(400, {"type": "error", "error": {"type": "invalid_request_error",
-                                                      "message": "messages: roles must alternate"}}, id="400-anthropic"),
-        pytest.param(429, {"error": {"message": "Request too large for gpt-4o on tokens per min (TPM): Limit 30000, "
-                                                "Requested 50000.", "type": "tokens", "code": "rate_limit_exceeded"}},
-                     id="429-tpm"),
+        pytest.param(
+            400,
+            {
+                "error": {
+                    "message": "max_tokens is too large: 999999. This model supports at most 4096 completion tokens",
+                    "type": "invalid_request_error",
+                    "code": "invalid_value",
+                }
+            },
+            id="400-other",
+        ),
+        pytest.param(
+            400,
+            {"type": "error", "error": {"type": "invalid_request_error", "message": "messages: roles must alternate"}},
+            id="400-anthropic",
+        ),
+        pytest.param(
+            429,
+            {
+                "error": {
+                    "message": "Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 50000.",
+                    "type": "tokens",
+                    "code": "rate_limit_exceeded",
+                }
+            },
+            id="429-tpm",
+        ),
         pytest.param(429, OPENAI, id="429-even-with-context-text"),
         pytest.param(500, LLAMA_CPP, id="500"),
         pytest.param(503, {"error": {"message": "maximum context length is 10 tokens"}}, id="503"),
-        pytest.param(413, {"type": "error", "error": {"type": "request_too_large",
-                                                      "message": "Request exceeds the maximum allowed number of bytes."}},
-                     id="413-bytes"),
+        pytest.param(
+            413,
+            {
+                "type": "error",
+                "error": {
+                    "type": "request_too_large",
+                    "message": "Request exceeds the maximum allowed number of bytes.",
+                },
+            },
+            id="413-bytes",
+        ),
         pytest.param(400, b"<html>Bad Request</html>", id="html"),
         pytest.param(400, b"", id="empty"),
         pytest.param(400, [1, 2], id="list"),
         pytest.param(400, None, id="none"),
         pytest.param(400, {"detail": "maximum context length is 10 tokens"}, id="other-shape"),
         pytest.param(200, OPENAI, id="200-with-status"),
-        pytest.param(None, {"error": {"code": 429, "message": "maximum context length is 10 tokens"}},
-                     id="in-band-429"),
-        pytest.param(None, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
-                     id="in-band-overloaded"),
+        pytest.param(
+            None, {"error": {"code": 429, "message": "maximum context length is 10 tokens"}}, id="in-band-429"
+        ),
+        pytest.param(
+            None,
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            id="in-band-overloaded",
+        ),
     ],
 )
 def test_bodies_that_are_not_context_rejections(status: int | None, body: Any) -> None:
@@ -207,8 +255,14 @@ def test_a_400_context_rejection_is_raised_and_never_retried(
     rec = Recorder()
     with ScriptedModel([{"status": 400, "raw_body": orjson.dumps(body)}, OK, OK]) as model:
         with Transport(retries=3, sleep=lambda _s: None) as transport, pytest.raises(ContextTooLong) as caught:
-            exchange(adapter, transport, adapter.url(model.base_url_for(protocol)), {**BODY, "stream": stream},
-                     adapter.headers(None), on_retry=rec.on_retry)
+            exchange(
+                adapter,
+                transport,
+                adapter.url(model.base_url_for(protocol)),
+                {**BODY, "stream": stream},
+                adapter.headers(None),
+                on_retry=rec.on_retry,
+            )
         assert len(model.requests) == 1
     assert rec.retries == []
     error = caught.value
@@ -231,8 +285,7 @@ def test_a_429_is_still_retried() -> None:
     rec = Recorder()
     with ScriptedModel([{"status": 429, "raw_body": orjson.dumps(OPENAI)}, OK]) as model:
         with Transport(sleep=lambda _s: None) as transport:
-            answer = transport.post(model.base_url + "/chat/completions", BODY, {}, stream=False,
-                                    on_retry=rec.on_retry)
+            answer = transport.post(model.base_url + "/chat/completions", BODY, {}, stream=False, on_retry=rec.on_retry)
         assert len(model.requests) == 2
     assert isinstance(answer, dict) and [n for n, _ in rec.retries] == [1]
 
@@ -244,7 +297,11 @@ def sse(*events: tuple[str | None, dict[str, Any]]) -> str:
     return "".join(frames)
 
 
-OPENAI_CHUNK = {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}
+OPENAI_CHUNK = {
+    "id": "c1",
+    "object": "chat.completion.chunk",
+    "choices": [{"index": 0, "delta": {"role": "assistant"}}],
+}
 
 
 @pytest.mark.parametrize("body", [OPENAI, LLAMA_CPP, {"error": VLLM}])
@@ -252,20 +309,40 @@ def test_an_openai_stream_error_event_is_recognised(body: dict[str, Any]) -> Non
     rec = Recorder()
     with ScriptedModel([{"raw_body": sse((None, OPENAI_CHUNK), (None, body))}, OK]) as model:
         with Transport() as transport, pytest.raises(ContextTooLong) as caught:
-            exchange(OpenAIAdapter(), transport, model.base_url + "/chat/completions", {**BODY, "stream": True}, {},
-                     on_retry=rec.on_retry)
+            exchange(
+                OpenAIAdapter(),
+                transport,
+                model.base_url + "/chat/completions",
+                {**BODY, "stream": True},
+                {},
+                on_retry=rec.on_retry,
+            )
         assert len(model.requests) == 1
     assert caught.value.status is None and caught.value.limit is not None and rec.retries == []
 
 
 def test_an_anthropic_stream_error_event_is_recognised() -> None:
-    start = {"type": "message_start", "message": {"id": "m1", "type": "message", "role": "assistant", "content": [],
-                                                  "usage": {"input_tokens": 1, "output_tokens": 0}}}
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "m1",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "usage": {"input_tokens": 1, "output_tokens": 0},
+        },
+    }
     with ScriptedModel([{"raw_body": sse(("message_start", start), ("error", ANTHROPIC))}]) as model:
         adapter = AnthropicAdapter()
         with Transport() as transport, pytest.raises(ContextTooLong) as caught:
-            exchange(adapter, transport, adapter.url(model.root_url), {**BODY, "stream": True}, adapter.headers(None),
-                     on_retry=Recorder().on_retry)
+            exchange(
+                adapter,
+                transport,
+                adapter.url(model.root_url),
+                {**BODY, "stream": True},
+                adapter.headers(None),
+                on_retry=Recorder().on_retry,
+            )
     assert (caught.value.input_tokens, caught.value.limit) == (210000, 200000)
 
 
@@ -320,7 +397,13 @@ class _JsonServer:
 def test_a_json_error_answering_a_stream_request_is_recognised() -> None:
     with _JsonServer(orjson.dumps(OPENAI)) as server, Transport() as transport:
         with pytest.raises(ContextTooLong) as caught:
-            transport.post(server.url, {**BODY, "stream": True}, {}, stream=True, on_retry=Recorder().on_retry,
-                           on_event=lambda _e: None)
+            transport.post(
+                server.url,
+                {**BODY, "stream": True},
+                {},
+                stream=True,
+                on_retry=Recorder().on_retry,
+                on_event=lambda _e: None,
+            )
         assert server.requests == 1
     assert caught.value.limit == 8192

@@ -37,27 +37,50 @@ BUG_HINT = "(this is a bug: please report it)"
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def run_i(env: dict[str, str], *args: str, input: bytes | None = None, timeout: float = 90,
-          extra: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[bytes], float]:
+def run_i(
+    env: dict[str, str],
+    *args: str,
+    input: bytes | None = None,
+    timeout: float = 90,
+    extra: dict[str, str] | None = None,
+) -> tuple[subprocess.CompletedProcess[bytes], float]:
     """Run the real `i` command; returns the process result and its wall time."""
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "i_core", *args], env={**env, **(extra or {})}, input=input,
-                            capture_output=True, timeout=timeout)
+    result = subprocess.run(
+        [sys.executable, "-m", "i_core", *args],
+        env={**env, **(extra or {})},
+        input=input,
+        capture_output=True,
+        timeout=timeout,
+    )
     return result, time.monotonic() - started
 
 
 @pytest.fixture
 def env(dirs: dict[str, Path]) -> dict[str, str]:
     value = dict(os.environ)
-    value.update({"I_CONFIG_DIR": str(dirs["config"]), "I_DATA_DIR": str(dirs["data"]),
-                  "I_CACHE_DIR": str(dirs["cache"]), "I_RUNTIME_DIR": str(dirs["runtime"])})
+    value.update(
+        {
+            "I_CONFIG_DIR": str(dirs["config"]),
+            "I_DATA_DIR": str(dirs["data"]),
+            "I_CACHE_DIR": str(dirs["cache"]),
+            "I_RUNTIME_DIR": str(dirs["runtime"]),
+        }
+    )
     value.pop("I_DEBUG", None)
     return value
 
 
 def write_config(dirs: dict[str, Path], base_url: str, **extra: Any) -> Path:
-    config = {"protocol": "openai", "base_url": base_url, "model": "scripted-1", "max_tokens": 256,
-              "retries": 0, "timeout": 20, "stream": False}
+    config = {
+        "protocol": "openai",
+        "base_url": base_url,
+        "model": "scripted-1",
+        "max_tokens": 256,
+        "retries": 0,
+        "timeout": 20,
+        "stream": False,
+    }
     config.update(extra)
     path = dirs["config"] / "config.json"
     path.write_bytes(orjson.dumps(config))
@@ -84,8 +107,9 @@ class Trickle:
     """A loopback HTTP server that sends a 200 and its headers at once (or, with ``headers_too``, the
     status line itself), then one byte every ``interval`` seconds, for as long as the client reads."""
 
-    def __init__(self, *, stream: bool, interval: float = 1.0, headers_too: bool = False,
-                 then_silent_after: int | None = None) -> None:
+    def __init__(
+        self, *, stream: bool, interval: float = 1.0, headers_too: bool = False, then_silent_after: int | None = None
+    ) -> None:
         self.requests = 0
         self.stopping = threading.Event()
         trickle = self
@@ -101,8 +125,7 @@ class Trickle:
                 self.rfile.read(length)
                 trickle.requests += 1
                 content_type = "text/event-stream" if stream else "application/json"
-                head = (f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\n"
-                        "content-length: 100000\r\n\r\n").encode()
+                head = (f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: 100000\r\n\r\n").encode()
                 try:
                     if headers_too:
                         body = head
@@ -160,31 +183,43 @@ def test_the_deadline_covers_headers_that_trickle_too() -> None:
     with Trickle(stream=False, headers_too=True) as server, Transport(timeout=2, retries=0) as transport:
         started = time.monotonic()
         with pytest.raises(TransportError, match="did not finish within 2 s"):
-            transport.post(server.base_url + "/chat/completions", {"m": 1}, {}, stream=False,
-                           on_retry=lambda *_: None)
+            transport.post(server.base_url + "/chat/completions", {"m": 1}, {}, stream=False, on_retry=lambda *_: None)
     assert time.monotonic() - started < 2 + SLACK
 
 
 def test_an_expired_deadline_is_retried_when_retries_allow() -> None:
     retries: list[tuple[int, str]] = []
-    with (Trickle(stream=True) as server,
-          Transport(timeout=1.5, retries=1, sleep=lambda _s: None) as transport):
+    with Trickle(stream=True) as server, Transport(timeout=1.5, retries=1, sleep=lambda _s: None) as transport:
         started = time.monotonic()
         with pytest.raises(TransportError, match=r"did not finish within 1.5 s .*\(gave up after 2 attempts\)"):
-            transport.post(server.base_url + "/chat/completions", {"m": 1}, {}, stream=True,
-                           on_retry=lambda n, why: retries.append((n, why)), on_event=lambda _e: None)
+            transport.post(
+                server.base_url + "/chat/completions",
+                {"m": 1},
+                {},
+                stream=True,
+                on_retry=lambda n, why: retries.append((n, why)),
+                on_event=lambda _e: None,
+            )
     assert retries == [(1, "timed out")]
     assert server.requests == 2
     assert time.monotonic() - started < 2 * 1.5 + SLACK
 
 
 def test_a_stream_that_goes_silent_fails_at_the_idle_limit() -> None:
-    with (Trickle(stream=True, interval=0.05, then_silent_after=3) as server,
-          Transport(timeout=60, idle_timeout=1, retries=0) as transport):
+    with (
+        Trickle(stream=True, interval=0.05, then_silent_after=3) as server,
+        Transport(timeout=60, idle_timeout=1, retries=0) as transport,
+    ):
         started = time.monotonic()
         with pytest.raises(TransportError, match="the model stream sent nothing for 1 s"):
-            transport.post(server.base_url + "/chat/completions", {"m": 1}, {}, stream=True,
-                           on_retry=lambda *_: None, on_event=lambda _e: None)
+            transport.post(
+                server.base_url + "/chat/completions",
+                {"m": 1},
+                {},
+                stream=True,
+                on_retry=lambda *_: None,
+                on_event=lambda _e: None,
+            )
     assert time.monotonic() - started < 1 + SLACK
 
 
@@ -208,23 +243,26 @@ def test_a_normal_exchange_still_works_streamed_and_not(env, dirs, project) -> N
 BASE = {"protocol": "openai", "base_url": "http://127.0.0.1:8080/v1", "model": "m"}
 
 
-@pytest.mark.parametrize(("extra", "where"), [
-    ({"extra_body": {"api_key": "sk-LITERAL"}}, "extra_body.api_key"),
-    ({"extra_body": {"apiKey": "sk-LITERAL"}}, "extra_body.apiKey"),
-    ({"extra_body": {"X-Api-Key": "sk-LITERAL"}}, "extra_body.X-Api-Key"),
-    ({"extra_body": {"headers": {"Authorization": "Bearer sk-LITERAL"}}}, "extra_body.headers.Authorization"),
-    ({"extra_body": {"options": [{"access-token": "sk-LITERAL"}]}}, "extra_body.options[0].access-token"),
-    ({"extra_body": {"a": {"b": {"c": {"Client_Secret": "sk-LITERAL"}}}}}, "extra_body.a.b.c.Client_Secret"),
-    ({"extra_body": {"TOKEN": "sk-LITERAL"}}, "extra_body.TOKEN"),
-    ({"extra_body": {"key": "sk-LITERAL"}}, "extra_body.key"),
-    ({"extra_body": {"bearer": "sk-LITERAL"}}, "extra_body.bearer"),
-    ({"extra_body": {"password": "sk-LITERAL"}}, "extra_body.password"),
-    ({"budget": {"secret": "sk-LITERAL"}}, "budget.secret"),
-    ({"budget": {"auth": {"refresh_token": "sk-LITERAL"}}}, "budget.auth"),
-    ({"API-KEY": "sk-LITERAL"}, "API-KEY"),
-    ({"apiKey": "sk-LITERAL"}, "apiKey"),
-    ({"access_token": "sk-LITERAL"}, "access_token"),
-])
+@pytest.mark.parametrize(
+    ("extra", "where"),
+    [
+        ({"extra_body": {"api_key": "sk-LITERAL"}}, "extra_body.api_key"),
+        ({"extra_body": {"apiKey": "sk-LITERAL"}}, "extra_body.apiKey"),
+        ({"extra_body": {"X-Api-Key": "sk-LITERAL"}}, "extra_body.X-Api-Key"),
+        ({"extra_body": {"headers": {"Authorization": "Bearer sk-LITERAL"}}}, "extra_body.headers.Authorization"),
+        ({"extra_body": {"options": [{"access-token": "sk-LITERAL"}]}}, "extra_body.options[0].access-token"),
+        ({"extra_body": {"a": {"b": {"c": {"Client_Secret": "sk-LITERAL"}}}}}, "extra_body.a.b.c.Client_Secret"),
+        ({"extra_body": {"TOKEN": "sk-LITERAL"}}, "extra_body.TOKEN"),
+        ({"extra_body": {"key": "sk-LITERAL"}}, "extra_body.key"),
+        ({"extra_body": {"bearer": "sk-LITERAL"}}, "extra_body.bearer"),
+        ({"extra_body": {"password": "sk-LITERAL"}}, "extra_body.password"),
+        ({"budget": {"secret": "sk-LITERAL"}}, "budget.secret"),
+        ({"budget": {"auth": {"refresh_token": "sk-LITERAL"}}}, "budget.auth"),
+        ({"API-KEY": "sk-LITERAL"}, "API-KEY"),
+        ({"apiKey": "sk-LITERAL"}, "apiKey"),
+        ({"access_token": "sk-LITERAL"}, "access_token"),
+    ],
+)
 def test_credential_looking_fields_are_refused_at_any_depth(extra: dict[str, Any], where: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_api_config({**BASE, **extra}, "cfg.json")
@@ -233,10 +271,20 @@ def test_credential_looking_fields_are_refused_at_any_depth(extra: dict[str, Any
     assert "sk-LITERAL" not in message
 
 
-@pytest.mark.parametrize("query", [
-    "api_key=sk-LITERAL", "key=sk-LITERAL", "token=sk-LITERAL", "access_token=sk-LITERAL", "sig=sk-LITERAL",
-    "api-version=1&X-Amz-Signature=sk-LITERAL", "Api-Key=sk-LITERAL", "auth=sk-LITERAL", "code=sk-LITERAL",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "api_key=sk-LITERAL",
+        "key=sk-LITERAL",
+        "token=sk-LITERAL",
+        "access_token=sk-LITERAL",
+        "sig=sk-LITERAL",
+        "api-version=1&X-Amz-Signature=sk-LITERAL",
+        "Api-Key=sk-LITERAL",
+        "auth=sk-LITERAL",
+        "code=sk-LITERAL",
+    ],
+)
 def test_credential_looking_query_parameters_in_base_url_are_refused(query: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_api_config({**BASE, "base_url": f"https://api.example.com/v1?{query}"}, "cfg.json")
@@ -245,15 +293,35 @@ def test_credential_looking_query_parameters_in_base_url_are_refused(query: str)
 
 
 def test_harmless_fields_that_look_a_little_like_credentials_are_accepted() -> None:
-    config = parse_api_config({
-        **BASE, "base_url": "https://example.openai.azure.com/openai/v1?api-version=2024-10-21",
-        "max_tokens": 100, "use_max_tokens": True, "api_key_env": "MY_KEY",
-        "budget": {"context_window": 8192, "output_reserve": 100, "tokenizer": "utf8_bytes", "image_tokens": 900,
-                   "tool_output_ratio": 0.02},
-        "extra_body": {"top_k": 20, "prompt_cache_key": "project-a", "skip_special_tokens": False,
-                       "stop_token_ids": [2], "min_tokens": 1, "keep_alive": "5m", "max_completion_tokens_hint": 1,
-                       "chat_template_kwargs": {"enable_thinking": False}, "cache_key": "x", "keywords": ["a"]},
-    }, "cfg.json")
+    config = parse_api_config(
+        {
+            **BASE,
+            "base_url": "https://example.openai.azure.com/openai/v1?api-version=2024-10-21",
+            "max_tokens": 100,
+            "use_max_tokens": True,
+            "api_key_env": "MY_KEY",
+            "budget": {
+                "context_window": 8192,
+                "output_reserve": 100,
+                "tokenizer": "utf8_bytes",
+                "image_tokens": 900,
+                "tool_output_ratio": 0.02,
+            },
+            "extra_body": {
+                "top_k": 20,
+                "prompt_cache_key": "project-a",
+                "skip_special_tokens": False,
+                "stop_token_ids": [2],
+                "min_tokens": 1,
+                "keep_alive": "5m",
+                "max_completion_tokens_hint": 1,
+                "chat_template_kwargs": {"enable_thinking": False},
+                "cache_key": "x",
+                "keywords": ["a"],
+            },
+        },
+        "cfg.json",
+    )
     assert config.extra_body["prompt_cache_key"] == "project-a"
     assert config.budget["tokenizer"] == "utf8_bytes"
 
@@ -311,9 +379,11 @@ def test_a_session_file_that_is_a_folder_is_one_line_and_exit_3(env, dirs, proje
     assert str(tmp_path / "s.json") in one_error_line(result)
 
 
-@pytest.mark.parametrize("command", [["--runtime", "init", "--base-url", "http://127.0.0.1:9/v1"],
-                                     ["--runtime", "manifest", "standard"], ["hi"]],
-                         ids=["init", "manifest", "run"])
+@pytest.mark.parametrize(
+    "command",
+    [["--runtime", "init", "--base-url", "http://127.0.0.1:9/v1"], ["--runtime", "manifest", "standard"], ["hi"]],
+    ids=["init", "manifest", "run"],
+)
 def test_a_config_dir_that_is_a_file_is_one_line_and_exit_3(env, project, tmp_path, command) -> None:
     (tmp_path / "configfile").write_text("not a folder")
     args = ["-C", str(project), *command] if command == ["hi"] else command
@@ -354,7 +424,7 @@ def test_a_read_only_session_folder_fails_the_save_in_one_line(env, dirs, projec
     assert str(folder) in one_error_line(result)
 
 
-BEFORE_SAVE_WORKER = '''
+BEFORE_SAVE_WORKER = """
 import sys
 from i_protocol import Worker
 worker = Worker("breaker", "0.0.1")
@@ -364,7 +434,7 @@ def before_save(data, request):
     return {**data, "messages": [{"role": "user", "content": "no system message first"}]}
 
 sys.exit(worker.main([]))
-'''
+"""
 
 
 def test_a_before_save_hook_returning_an_invalid_history_exits_6(env, dirs, project, tmp_path) -> None:
@@ -387,7 +457,8 @@ SESSION_LOAD_WORKER = BEFORE_SAVE_WORKER.replace("before_save", "session_load")
 
 
 def test_a_session_load_hook_returning_an_invalid_history_is_named_and_the_file_is_not_blamed(
-        env, dirs, project, tmp_path) -> None:
+    env, dirs, project, tmp_path
+) -> None:
     with ScriptedModel([{"text": "answer"}, {"text": "never"}]) as model:
         write_config(dirs, model.base_url)
         first, _ = run_i(env, "-C", str(project), "--session-name", "s", "hi")
@@ -395,8 +466,9 @@ def test_a_session_load_hook_returning_an_invalid_history_is_named_and_the_file_
         script = tmp_path / "loader.py"
         script.write_text(SESSION_LOAD_WORKER)
         manifest = tmp_path / "manifest.json"
-        manifest.write_bytes(orjson.dumps({"hooks": [{"events": ["session_load"],
-                                                      "exec": [sys.executable, str(script)]}]}))
+        manifest.write_bytes(
+            orjson.dumps({"hooks": [{"events": ["session_load"], "exec": [sys.executable, str(script)]}]})
+        )
         result, _ = run_i(env, "-C", str(project), "--manifest", str(manifest), "--session-name", "s", "again")
     assert result.returncode == 6, result.stderr
     line = one_error_line(result)
@@ -406,17 +478,19 @@ def test_a_session_load_hook_returning_an_invalid_history_is_named_and_the_file_
 
 def test_an_unexpected_exception_is_one_line_saying_it_is_a_bug(env) -> None:
     # A real `i` process whose `paths` command raises something the core never expects.
-    script = ("import sys, i_core.cli as cli\n"
-              "orig = cli._runtime_parser\n"
-              "def parser():\n"
-              "    p = orig()\n"
-              "    def boom(args):\n"
-              "        raise RuntimeError('kaboom')\n"
-              "    for action in p._subparsers._group_actions:\n"
-              "        action.choices['paths'].set_defaults(func=boom)\n"
-              "    return p\n"
-              "cli._runtime_parser = parser\n"
-              "sys.exit(cli.run_cli(['--runtime', 'paths']))\n")
+    script = (
+        "import sys, i_core.cli as cli\n"
+        "orig = cli._runtime_parser\n"
+        "def parser():\n"
+        "    p = orig()\n"
+        "    def boom(args):\n"
+        "        raise RuntimeError('kaboom')\n"
+        "    for action in p._subparsers._group_actions:\n"
+        "        action.choices['paths'].set_defaults(func=boom)\n"
+        "    return p\n"
+        "cli._runtime_parser = parser\n"
+        "sys.exit(cli.run_cli(['--runtime', 'paths']))\n"
+    )
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True)
     assert result.returncode == 1
     line = one_error_line(result)
@@ -436,14 +510,14 @@ def test_stale_temporaries_beside_the_session_are_cleaned_at_the_next_start(env,
     alive = os.getpid()
     hour_ago = time.time() - 2 * 3600
     minutes_ago = time.time() - 5 * 60
-    own = folder / f".s.json.{gone}.0123456789ab.tmp"                   # this session's: under its lock
+    own = folder / f".s.json.{gone}.0123456789ab.tmp"  # this session's: under its lock
     own_backup = folder / f".s.precompact.json.{alive}.0123456789ab.tmp"  # this session's, pid reused
-    other_dead = folder / f".other.json.{gone}.00aa00aa00aa.tmp"         # another session, writer gone
-    other_fresh = folder / f".other2.json.{gone}.00bb00bb00bb.tmp"       # writer gone seconds ago: kept
-    other_alive = folder / f".other3.json.{alive}.00cc00cc00cc.tmp"      # writer alive: kept
-    other_old = folder / f".other4.json.{alive}.00dd00dd00dd.tmp"        # an hour old: gone whatever the pid
-    not_ours = folder / f".notes.txt.{gone}.00ee00ee00ee.tmp"            # not a .json temporary: kept
-    unrelated = folder / ".s.json.tmp"                                    # not our naming: kept
+    other_dead = folder / f".other.json.{gone}.00aa00aa00aa.tmp"  # another session, writer gone
+    other_fresh = folder / f".other2.json.{gone}.00bb00bb00bb.tmp"  # writer gone seconds ago: kept
+    other_alive = folder / f".other3.json.{alive}.00cc00cc00cc.tmp"  # writer alive: kept
+    other_old = folder / f".other4.json.{alive}.00dd00dd00dd.tmp"  # an hour old: gone whatever the pid
+    not_ours = folder / f".notes.txt.{gone}.00ee00ee00ee.tmp"  # not a .json temporary: kept
+    unrelated = folder / ".s.json.tmp"  # not our naming: kept
     for path in (own, own_backup, other_dead, other_fresh, other_alive, other_old, not_ours, unrelated):
         path.write_text("half a checkpoint")
     for path in (other_dead, not_ours):
@@ -454,8 +528,7 @@ def test_stale_temporaries_beside_the_session_are_cleaned_at_the_next_start(env,
         result, _ = run_i(env, "-C", str(project), "--quiet", "--session", str(folder / "s.json"), "hi")
     assert result.returncode == 0, result.stderr
     left = sorted(path.name for path in folder.iterdir())
-    assert left == sorted([other_fresh.name, other_alive.name, not_ours.name, unrelated.name, "s.json",
-                           "s.json.lock"])
+    assert left == sorted([other_fresh.name, other_alive.name, not_ours.name, unrelated.name, "s.json", "s.json.lock"])
 
 
 def test_a_run_that_saved_nothing_says_so_and_leaves_no_lock(env, dirs, project) -> None:

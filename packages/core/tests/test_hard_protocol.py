@@ -60,9 +60,20 @@ def write_script(tmp_path: Path, name: str, code: str) -> list[str]:
 
 
 def write_config(dirs, base_url: str) -> None:
-    (dirs["config"] / "config.json").write_bytes(orjson.dumps({
-        "protocol": "openai", "base_url": base_url, "model": "scripted-1", "max_tokens": 256, "retries": 0,
-        "timeout": 30, "stream": False, "budget": {"context_window": 100000}}))
+    (dirs["config"] / "config.json").write_bytes(
+        orjson.dumps(
+            {
+                "protocol": "openai",
+                "base_url": base_url,
+                "model": "scripted-1",
+                "max_tokens": 256,
+                "retries": 0,
+                "timeout": 30,
+                "stream": False,
+                "budget": {"context_window": 100000},
+            }
+        )
+    )
 
 
 def latin1_folder(tmp_path: Path) -> str:
@@ -75,8 +86,14 @@ def latin1_folder(tmp_path: Path) -> str:
 
 def env_of(dirs) -> dict[str, str]:
     value = dict(os.environ)
-    value.update({"I_CONFIG_DIR": str(dirs["config"]), "I_DATA_DIR": str(dirs["data"]),
-                  "I_CACHE_DIR": str(dirs["cache"]), "I_RUNTIME_DIR": str(dirs["runtime"])})
+    value.update(
+        {
+            "I_CONFIG_DIR": str(dirs["config"]),
+            "I_DATA_DIR": str(dirs["data"]),
+            "I_CACHE_DIR": str(dirs["cache"]),
+            "I_RUNTIME_DIR": str(dirs["runtime"]),
+        }
+    )
     return value
 
 
@@ -103,10 +120,29 @@ _WORKSPACE_REPORTER = """
 def test_a_latin1_workspace_reaches_workers_losslessly(dirs, tmp_path):
     folder = latin1_folder(tmp_path)
     manifest = tmp_path / "m.json"
-    manifest.write_bytes(orjson.dumps({"hooks": [{"events": ["before_turn"],
-                                                  "exec": write_script(tmp_path, "where.py", _WORKSPACE_REPORTER)}]}))
-    done = subprocess.run([sys.executable, "-m", "i_core", "--runtime", "hook", "before_turn", "-C", os.fsencode(folder),
-                           "--manifest", str(manifest)], input=b"{}", capture_output=True, timeout=60, env=env_of(dirs))
+    manifest.write_bytes(
+        orjson.dumps(
+            {"hooks": [{"events": ["before_turn"], "exec": write_script(tmp_path, "where.py", _WORKSPACE_REPORTER)}]}
+        )
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "i_core",
+            "--runtime",
+            "hook",
+            "before_turn",
+            "-C",
+            os.fsencode(folder),
+            "--manifest",
+            str(manifest),
+        ],
+        input=b"{}",
+        capture_output=True,
+        timeout=60,
+        env=env_of(dirs),
+    )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     answer = orjson.loads(done.stdout)
     assert bytes.fromhex(answer["workspace_hex"]) == os.fsencode(folder)  # the real bytes, not a lookalike
@@ -127,9 +163,13 @@ def test_undecodable_input_works_end_to_end_against_the_scripted_model(dirs, tmp
     argv = [sys.executable, "-m", "i_core", "-C", os.fsencode(folder), "--manifest", str(manifest)]
     with ScriptedModel([{"text": "hi"}]) as model:
         write_config(dirs, model.base_url)
-        done = subprocess.run(argv + ([] if where == "stdin" else [task]),
-                              input=task + b"\n" if where == "stdin" else b"", capture_output=True, timeout=60,
-                              env=env_of(dirs))
+        done = subprocess.run(
+            argv + ([] if where == "stdin" else [task]),
+            input=task + b"\n" if where == "stdin" else b"",
+            capture_output=True,
+            timeout=60,
+            env=env_of(dirs),
+        )
     assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert done.stdout.decode().strip() == "hi"
@@ -174,8 +214,10 @@ def test_the_pool_fails_at_once_when_a_worker_exits_leaving_a_grandchild(dirs, t
 
 
 def test_workers_are_named_by_what_they_run():
-    assert worker_name(("/usr/bin/python3", "-m", "i_core", "--runtime", "worker", "prompts")) == \
-        "i --runtime worker prompts"
+    assert (
+        worker_name(("/usr/bin/python3", "-m", "i_core", "--runtime", "worker", "prompts"))
+        == "i --runtime worker prompts"
+    )
     assert worker_name(("/venv/bin/python3.11", "/x/dies.py", "a")) == "dies.py"
     assert worker_name(("/venv/bin/python", "-m", "my_worker")) == "my_worker"
     assert worker_name(("/venv/bin/i-budget",)) == "i-budget"
@@ -226,9 +268,13 @@ def test_a_sigkilled_core_takes_its_workers_and_their_children_along(dirs, proje
     # "deaf": the worker answered and waits; the core is mid-turn, waiting for the (delayed) model.
     with ScriptedModel([{"delay": 30, "text": "late"}]) as model:
         write_config(dirs, model.base_url)
-        core = subprocess.Popen([sys.executable, "-m", "i_core", "-C", str(project), "--manifest", str(manifest),
-                                 "go"], env=env_of(dirs), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        core = subprocess.Popen(
+            [sys.executable, "-m", "i_core", "-C", str(project), "--manifest", str(manifest), "go"],
+            env=env_of(dirs),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             pids = [int(p) for p in wait_for(dirs["runtime"] / "pids").split()]
             if mode == "deaf":

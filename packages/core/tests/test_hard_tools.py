@@ -40,21 +40,37 @@ def run(name: str, arguments: dict, ctx: ToolContext) -> str:
 @pytest.fixture
 def env(dirs):
     value = dict(os.environ)
-    value.update({"I_CONFIG_DIR": str(dirs["config"]), "I_DATA_DIR": str(dirs["data"]),
-                  "I_CACHE_DIR": str(dirs["cache"]), "I_RUNTIME_DIR": str(dirs["runtime"]),
-                  "TEST_MODEL_KEY": "sk-test-secret-value-1234567890"})
+    value.update(
+        {
+            "I_CONFIG_DIR": str(dirs["config"]),
+            "I_DATA_DIR": str(dirs["data"]),
+            "I_CACHE_DIR": str(dirs["cache"]),
+            "I_RUNTIME_DIR": str(dirs["runtime"]),
+            "TEST_MODEL_KEY": "sk-test-secret-value-1234567890",
+        }
+    )
     return value
 
 
 def write_config(dirs, base_url: str) -> None:
-    config = {"protocol": "openai", "base_url": base_url, "model": "scripted-1", "api_key_env": "TEST_MODEL_KEY",
-              "max_tokens": 512, "retries": 0, "timeout": 60, "stream": False, "budget": {"context_window": 100000}}
+    config = {
+        "protocol": "openai",
+        "base_url": base_url,
+        "model": "scripted-1",
+        "api_key_env": "TEST_MODEL_KEY",
+        "max_tokens": 512,
+        "retries": 0,
+        "timeout": 60,
+        "stream": False,
+        "budget": {"context_window": 100000},
+    }
     (dirs["config"] / "config.json").write_bytes(orjson.dumps(config))
 
 
 def i(env, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "i_core", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "i_core", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def call(name: str, arguments: dict, call_id: str) -> dict:
@@ -99,8 +115,12 @@ def test_search_deadline_stops_the_whole_file_precheck_and_the_line_pass(tmp_pat
     (tmp_path / "evil.txt").write_text(EVIL + "\n")
     (tmp_path / "short.txt").write_text("a" * 28 + "b\n")  # 12-25 s alone before the deadline
     ctx = ToolContext(tmp_path, pattern_deadline=1.0)
-    for arguments in ({"pattern": "(a+)+$"}, {"pattern": "(a+)+$", "path": "short.txt"},
-                      {"pattern": r"(a+)+\Z"}, {"pattern": "(A+)+$", "case_sensitive": False}):
+    for arguments in (
+        {"pattern": "(a+)+$"},
+        {"pattern": "(a+)+$", "path": "short.txt"},
+        {"pattern": r"(a+)+\Z"},
+        {"pattern": "(A+)+$", "case_sensitive": False},
+    ):
         started = time.monotonic()
         with pytest.raises(ToolError, match=r"^search: the pattern did not finish within 1 s \(catastrophic"):
             run("search", arguments, ctx)
@@ -239,7 +259,7 @@ def test_walk_limits_still_hold_under_the_deadline(tmp_path: Path) -> None:
 
 # --- 3. a tool result cannot write into a user message ----------------------------------------
 
-PICS_WORKER = '''
+PICS_WORKER = """
 import sys
 from i_protocol import Worker
 
@@ -265,19 +285,35 @@ def pics(arguments, request):
 
 if __name__ == "__main__":
     sys.exit(worker.main([]))
-'''
+"""
 
 
-def test_external_tool_images_with_text_or_bogus_entries_become_tool_errors(env, dirs, project, tmp_path,
-                                                                           write_manifest):
+def test_external_tool_images_with_text_or_bogus_entries_become_tool_errors(
+    env, dirs, project, tmp_path, write_manifest
+):
     script = tmp_path / "pics_worker.py"
     script.write_text(PICS_WORKER)
     schema = {"type": "object", "properties": {"kind": {"type": "string"}}, "required": ["kind"]}
-    manifest = write_manifest({"tools": [{"name": "pics", "description": "draws", "parameters": schema,
-                                          "exec": [sys.executable, str(script), PNG_URL]}]})
-    batch = [call("pics", {"kind": "text"}, "c_text"), call("pics", {"kind": "bogus"}, "c_bogus"),
-             call("pics", {"kind": "smuggle"}, "c_smuggle"), call("pics", {"kind": "fine"}, "c_fine"),
-             call("pics", {"kind": "number"}, "c_number"), call("read", {"path": "README.md"}, "c_read")]
+    manifest = write_manifest(
+        {
+            "tools": [
+                {
+                    "name": "pics",
+                    "description": "draws",
+                    "parameters": schema,
+                    "exec": [sys.executable, str(script), PNG_URL],
+                }
+            ]
+        }
+    )
+    batch = [
+        call("pics", {"kind": "text"}, "c_text"),
+        call("pics", {"kind": "bogus"}, "c_bogus"),
+        call("pics", {"kind": "smuggle"}, "c_smuggle"),
+        call("pics", {"kind": "fine"}, "c_fine"),
+        call("pics", {"kind": "number"}, "c_number"),
+        call("read", {"path": "README.md"}, "c_read"),
+    ]
     with ScriptedModel([{"tool_calls": batch}, {"text": "pictures seen"}]) as model:
         write_config(dirs, model.base_url)
         result = i(env, "-C", str(project), "--yolo", "--manifest", str(manifest), "--session-name", "s", "draw")
@@ -286,13 +322,19 @@ def test_external_tool_images_with_text_or_bogus_entries_become_tool_errors(env,
     sent = model.requests[1].body["messages"]
     assert "USER:" not in orjson.dumps([m for m in sent if m["role"] == "user"]).decode()
     contents = tool_contents(model.requests[1])
-    assert contents["c_text"] == ("drew a cat\n\nerror: tool pics returned an images entry of type 'text'; only "
-                                  "image_url parts are accepted; its text output is kept above")
-    assert contents["c_bogus"] == ("drew a dog\n\nerror: tool pics returned an images entry of type 'bogus'; only "
-                                   "image_url parts are accepted; its text output is kept above")
+    assert contents["c_text"] == (
+        "drew a cat\n\nerror: tool pics returned an images entry of type 'text'; only "
+        "image_url parts are accepted; its text output is kept above"
+    )
+    assert contents["c_bogus"] == (
+        "drew a dog\n\nerror: tool pics returned an images entry of type 'bogus'; only "
+        "image_url parts are accepted; its text output is kept above"
+    )
     assert contents["c_smuggle"] == "drew a bird" and contents["c_fine"] == "drew a fish"
-    assert contents["c_number"] == ("drew a number\n\nerror: tool pics returned images as int, not a list; only a "
-                                    "list of image_url parts is accepted; its text output is kept above")
+    assert contents["c_number"] == (
+        "drew a number\n\nerror: tool pics returned images as int, not a list; only a "
+        "list of image_url parts is accepted; its text output is kept above"
+    )
     assert "# demo project" in contents["c_read"]
     images = sent[-1]
     assert images["role"] == "user" and images["content"] == [
@@ -347,12 +389,17 @@ def test_write_and_edit_summaries_name_the_symlink_target(spaces) -> None:
     far = elsewhere / "real.txt"
 
     def summary(name: str, path: str) -> str:
-        arguments = {"path": path, "content": "new!\n"} if name == "write" else \
-            {"path": path, "old_string": "old", "new_string": "new"}
+        arguments = (
+            {"path": path, "content": "new!\n"}
+            if name == "write"
+            else {"path": path, "old_string": "old", "new_string": "new"}
+        )
         return prepare(name, arguments, ctx).summary
 
     assert summary("write", "inside.txt") == "write inside.txt -> docs/real.txt: overwrite (4 -> 5 bytes)"
-    assert summary("write", "notes.txt") == f"write notes.txt -> {far} (outside the workspace!): overwrite (4 -> 5 bytes)"
+    assert (
+        summary("write", "notes.txt") == f"write notes.txt -> {far} (outside the workspace!): overwrite (4 -> 5 bytes)"
+    )
     assert summary("edit", "inside.txt") == "edit inside.txt -> docs/real.txt: replace 1 occurrence"
     assert summary("edit", "notes.txt") == f"edit notes.txt -> {far} (outside the workspace!): replace 1 occurrence"
     # A folder on the way counts too; a plain file inside is shown as before.
@@ -372,7 +419,10 @@ def test_a_workspace_reached_through_a_symlink_is_not_a_redirect(spaces, tmp_pat
     alias = tmp_path / "alias"
     alias.symlink_to(ctx.workspace)
     via = ToolContext(alias)
-    assert prepare("write", {"path": "plain.txt", "content": "x"}, via).summary == "write plain.txt: overwrite (4 -> 1 bytes)"
+    assert (
+        prepare("write", {"path": "plain.txt", "content": "x"}, via).summary
+        == "write plain.txt: overwrite (4 -> 1 bytes)"
+    )
     assert prepare("write", {"path": "inside.txt", "content": "x"}, via).summary == (
         "write inside.txt -> docs/real.txt: overwrite (4 -> 1 bytes)"
     )

@@ -116,10 +116,16 @@ def test_init_against_nothing_writes_no_window_and_names_the_field(run_i, dirs) 
     config = config_of(dirs["config"])
     assert "context_window" not in config["budget"]
     path = dirs["config"] / "config.json"
-    assert (f"budget.context_window is not set: set it in {path} to your model's context size in tokens"
-            in result.stdout.decode())
-    assert sorted(p.name for p in dirs["config"].iterdir()) == ["bindings.json", "builtin.json", "config.json",
-                                                                 "plugins.json"]
+    assert (
+        f"budget.context_window is not set: set it in {path} to your model's context size in tokens"
+        in result.stdout.decode()
+    )
+    assert sorted(p.name for p in dirs["config"].iterdir()) == [
+        "bindings.json",
+        "builtin.json",
+        "config.json",
+        "plugins.json",
+    ]
 
 
 def test_init_never_overwrites_and_asks_nothing_when_config_exists(run_i, dirs) -> None:
@@ -154,7 +160,12 @@ def test_newer_llama_cpp_top_level_n_ctx() -> None:
 @pytest.mark.parametrize(
     ("entries", "model", "window", "field"),
     [
-        ([{"id": "a", "context_length": 1000}, {"id": "b", "context_length": 200000}], "b", 200000, "b: context_length"),
+        (
+            [{"id": "a", "context_length": 1000}, {"id": "b", "context_length": 200000}],
+            "b",
+            200000,
+            "b: context_length",
+        ),
         ([{"id": "only", "context_length": 4096}], "other-name", 4096, "only: context_length"),
         ([{"id": "a", "context_length": 1000}, {"id": "b", "context_length": 2000}], "c", None, None),
         ([{"id": "m"}], "m", None, None),  # llama.cpp / Ollama: no context field
@@ -177,8 +188,13 @@ def test_a_base_url_without_v1_asks_props_at_the_base_url() -> None:
 
 
 def test_redirects_are_not_followed() -> None:
-    with ModelServer({"/props": (307, b"", {"location": "/elsewhere"}), "/elsewhere": (200, PROPS),
-                      "/v1/models": (302, b"", {"location": "/elsewhere"})}) as server:
+    with ModelServer(
+        {
+            "/props": (307, b"", {"location": "/elsewhere"}),
+            "/elsewhere": (200, PROPS),
+            "/v1/models": (302, b"", {"location": "/elsewhere"}),
+        }
+    ) as server:
         found = discover_context_window(server.base_url, "m")
     assert found.window is None and server.paths == ["/props", "/v1/models"]
     assert found.asked == (f"{server.root}/props: HTTP 307", f"{server.base_url}/models: HTTP 302")
@@ -203,8 +219,10 @@ def test_a_silent_server_does_not_hold_init(dirs) -> None:
     assert result.context_note is not None and "timed out" in result.context_note
 
 
-@pytest.mark.parametrize("body", [b"not json", b"[1]", orjson.dumps({"default_generation_settings": {"n_ctx": -1}}),
-                                  orjson.dumps({"n_ctx": True})])
+@pytest.mark.parametrize(
+    "body",
+    [b"not json", b"[1]", orjson.dumps({"default_generation_settings": {"n_ctx": -1}}), orjson.dumps({"n_ctx": True})],
+)
 def test_unusable_props_answers_write_no_window(dirs, body: bytes) -> None:
     with ModelServer({"/props": (200, body)}) as server:
         found = discover_context_window(server.base_url, "m")
@@ -232,8 +250,14 @@ def test_a_missing_context_window_is_not_filled_in() -> None:
 
 
 def test_the_budget_is_passed_through_as_given() -> None:
-    budget = {"context_window": 10, "output_reserve": 99, "threshold": 5, "calibrate": True, "tokenizer": "cl100k_base",
-              "future_field": {"x": 1}}
+    budget = {
+        "context_window": 10,
+        "output_reserve": 99,
+        "threshold": 5,
+        "calibrate": True,
+        "tokenizer": "cl100k_base",
+        "future_field": {"x": 1},
+    }
     assert parse_api_config({**BASE, "budget": budget}).budget == budget
 
 

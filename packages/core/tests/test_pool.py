@@ -75,26 +75,51 @@ def test_environment_is_cleared_to_the_allow_list(pool, chain_exec, tmp_path, mo
     assert "OPENAI_API_KEY" not in env and "I_APPROVAL_TOKEN" not in env and "MY_CUSTOM_CREDENTIAL" not in env
     assert env["PYTHONUTF8"] == "1" and env["HOME"] == "/home/someone"
     assert env["I_DATA_DIR"] == str(dirs["data"]) and env["I_CONFIG_DIR"] == str(dirs["config"])
-    assert set(env) - {"PATH", "HOME", "TEMP", "TMP", "PYTHONUTF8", "I_CONFIG_DIR", "I_DATA_DIR", "I_CACHE_DIR",
-                       "I_RUNTIME_DIR", "LC_CTYPE"} == set()
+    assert (
+        set(env)
+        - {
+            "PATH",
+            "HOME",
+            "TEMP",
+            "TMP",
+            "PYTHONUTF8",
+            "I_CONFIG_DIR",
+            "I_DATA_DIR",
+            "I_CACHE_DIR",
+            "I_RUNTIME_DIR",
+            "LC_CTYPE",
+        }
+        == set()
+    )
     assert data["cwd_e"] == str(tmp_path.resolve())
 
 
 def test_worker_environment_function_drops_everything_else():
     paths = paths_from_env({"I_CONFIG_DIR": "/c", "I_DATA_DIR": "/d", "I_CACHE_DIR": "/k", "I_RUNTIME_DIR": "/r"})
     env = worker_environment(paths, {"PATH": "/bin", "ANTHROPIC_API_KEY": "x", "TMP": "/tmp", "SystemRoot": "C:\\W"})
-    assert env == {"PATH": "/bin", "TMP": "/tmp", "SystemRoot": "C:\\W", "PYTHONUTF8": "1", "I_CONFIG_DIR": "/c",
-                   "I_DATA_DIR": "/d", "I_CACHE_DIR": "/k", "I_RUNTIME_DIR": "/r"}
+    assert env == {
+        "PATH": "/bin",
+        "TMP": "/tmp",
+        "SystemRoot": "C:\\W",
+        "PYTHONUTF8": "1",
+        "I_CONFIG_DIR": "/c",
+        "I_DATA_DIR": "/d",
+        "I_CACHE_DIR": "/k",
+        "I_RUNTIME_DIR": "/r",
+    }
 
 
-@pytest.mark.parametrize("mode, message", [
-    ("hang", "did not answer within the deadline"),
-    ("exit_mid", "closed its output mid-frame (exit status 7"),
-    ("banner", "not a JSON frame to stdout: 'FaultyWorker 1.0 ready'"),
-    ("wrong_id", "answered id 2 to request id 1"),
-    ("list_data", "with list data, expected an object"),
-    ("huge", "over the 50331648-byte limit"),
-])
+@pytest.mark.parametrize(
+    "mode, message",
+    [
+        ("hang", "did not answer within the deadline"),
+        ("exit_mid", "closed its output mid-frame (exit status 7"),
+        ("banner", "not a JSON frame to stdout: 'FaultyWorker 1.0 ready'"),
+        ("wrong_id", "answered id 2 to request id 1"),
+        ("list_data", "with list data, expected an object"),
+        ("huge", "over the 50331648-byte limit"),
+    ],
+)
 def test_faulty_worker_fails_the_call_is_evicted_and_replaced(pool, faulty_exec, chain_exec, tmp_path, mode, message):
     healthy = spec(chain_exec("ok"), tmp_path)
     healthy_pid = pool.call(healthy, "before_turn", {})["pid_ok"]
@@ -138,16 +163,26 @@ def test_stderr_flood_is_bounded_and_does_not_block(pool, faulty_exec, tmp_path)
 
 
 def test_hook_chain_passes_full_data_in_manifest_order(pool, chain_exec, tmp_path):
-    manifest = parse_manifest({"hooks": [
-        {"events": ["before_turn"], "exec": chain_exec("first")},
-        {"events": ["finish"], "exec": chain_exec("never")},
-        {"events": ["*"], "exec": chain_exec("second")},
-    ]}, tmp_path, "m.json")
+    manifest = parse_manifest(
+        {
+            "hooks": [
+                {"events": ["before_turn"], "exec": chain_exec("first")},
+                {"events": ["finish"], "exec": chain_exec("never")},
+                {"events": ["*"], "exec": chain_exec("second")},
+            ]
+        },
+        tmp_path,
+        "m.json",
+    )
     runner = HookRunner(manifest, pool, {"workspace": str(tmp_path)})
     data = runner.run("before_turn", {"keep": 1, "want_env": True})
     assert data["trail"] == ["first", "second"] and data["keep"] == 1
     assert data["context_first"]["workspace"] == str(tmp_path)
-    assert runner.run("user_input", {"content": "x"}) == {"content": "x", "trail": ["second"], "pid_second": data["pid_second"]}
+    assert runner.run("user_input", {"content": "x"}) == {
+        "content": "x",
+        "trail": ["second"],
+        "pid_second": data["pid_second"],
+    }
 
 
 def test_event_without_subscribers_costs_nothing(pool, tmp_path):
@@ -159,8 +194,11 @@ def test_event_without_subscribers_costs_nothing(pool, tmp_path):
 
 
 def test_external_tool_dispatch(pool, chain_exec, tmp_path):
-    manifest = parse_manifest({"tools": [{"name": "shout", "description": "", "parameters": {"type": "object"},
-                                          "exec": chain_exec("t")}]}, tmp_path, "m.json")
+    manifest = parse_manifest(
+        {"tools": [{"name": "shout", "description": "", "parameters": {"type": "object"}, "exec": chain_exec("t")}]},
+        tmp_path,
+        "m.json",
+    )
     runner = HookRunner(manifest, pool, {})
     assert runner.call_tool("shout", {"text": "hi"}) == {"output": "HI!"}
     with pytest.raises(WorkerFailure, match="unknown tool 'nope'"):
@@ -188,9 +226,23 @@ def test_close_terminates_every_worker(dirs, chain_exec, tmp_path):
 def test_ctrl_c_and_sigterm_clean_up_the_pool(dirs, chain_exec, tmp_path, project, sig):
     manifest = tmp_path / "m.json"
     manifest.write_bytes(orjson.dumps({"hooks": [{"events": ["before_turn"], "exec": chain_exec("slow")}]}))
-    proc = subprocess.Popen([sys.executable, "-m", "i_core", "--runtime", "hook", "before_turn", "-C", str(project),
-                             "--manifest", str(manifest)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "i_core",
+            "--runtime",
+            "hook",
+            "before_turn",
+            "-C",
+            str(project),
+            "--manifest",
+            str(manifest),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdin.write(orjson.dumps({"sleep": 30, "want_env": False}))
     proc.stdin.close()
     # Wait until the worker is running (its process is a child in its own session).

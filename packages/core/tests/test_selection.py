@@ -89,16 +89,19 @@ def test_binding_replaces_every_entry_of_a_module_and_keeps_schemas(dirs, fake_w
     assert manifest["tools"][0]["parameters"] == MODULES["web"].tools[0]["parameters"]
 
 
-@pytest.mark.parametrize("bindings, message", [
-    ({"compat": {"exec": ["/bin/true"]}}, "module 'compat' is unknown; known modules: approval, budget, cache"),
-    ({"compact": {"exec": "/bin/true --x"}}, "exec must be an argv array, not a shell string"),
-    ({"compact": {"exec": ["relative/worker"]}}, "exec[0] must be an absolute path"),
-    ({"compact": {"exec": ["/definitely/missing/worker"]}}, "is not an executable file"),
-    ({"compact": {"exec": ["/bin/true"], "cwd": "rel"}}, "cwd must be an absolute path"),
-    ({"compact": {"exec": ["/bin/true"], "cwd": "/definitely/missing"}}, "does not exist"),
-    ({"compact": {"exec": ["/bin/true"], "env": {}}}, "unknown binding field(s): env"),
-    ({"compact": ["/bin/true"]}, "binding must be an object"),
-])
+@pytest.mark.parametrize(
+    "bindings, message",
+    [
+        ({"compat": {"exec": ["/bin/true"]}}, "module 'compat' is unknown; known modules: approval, budget, cache"),
+        ({"compact": {"exec": "/bin/true --x"}}, "exec must be an argv array, not a shell string"),
+        ({"compact": {"exec": ["relative/worker"]}}, "exec[0] must be an absolute path"),
+        ({"compact": {"exec": ["/definitely/missing/worker"]}}, "is not an executable file"),
+        ({"compact": {"exec": ["/bin/true"], "cwd": "rel"}}, "cwd must be an absolute path"),
+        ({"compact": {"exec": ["/bin/true"], "cwd": "/definitely/missing"}}, "does not exist"),
+        ({"compact": {"exec": ["/bin/true"], "env": {}}}, "unknown binding field(s): env"),
+        ({"compact": ["/bin/true"]}, "binding must be an object"),
+    ],
+)
 def test_invalid_bindings_are_errors_never_a_fallback(dirs, fake_workers, bindings, message):
     write(dirs["config"] / "bindings.json", bindings)
     with pytest.raises(ConfigError) as info:
@@ -106,12 +109,15 @@ def test_invalid_bindings_are_errors_never_a_fallback(dirs, fake_workers, bindin
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("plugins, message", [
-    ({"profile": "everything"}, "unknown profile 'everything'"),
-    ({"disabled": ["webb"]}, "disabled module 'webb' is unknown"),
-    ({"disabled": "web"}, "disabled must be an array"),
-    ({"profiles": "standard"}, "unknown field(s): profiles"),
-])
+@pytest.mark.parametrize(
+    "plugins, message",
+    [
+        ({"profile": "everything"}, "unknown profile 'everything'"),
+        ({"disabled": ["webb"]}, "disabled module 'webb' is unknown"),
+        ({"disabled": "web"}, "disabled must be an array"),
+        ({"profiles": "standard"}, "unknown field(s): profiles"),
+    ],
+)
 def test_invalid_plugins_json(dirs, plugins, message):
     write(dirs["config"] / "plugins.json", plugins)
     with pytest.raises(ConfigError) as info:
@@ -131,7 +137,10 @@ def test_builtin_configured_resolves_at_every_start(dirs, fake_workers, tmp_path
     second = load_active_manifest(dirs["config"])
     assert [h.module for h in second.hooks] == ["budget"]
     assert second.hooks[0].exec.argv == (str(mine),)
-    assert orjson.loads((dirs["config"] / "builtin.json").read_bytes()) == {"builtin_profile": "configured", "tools": []}
+    assert orjson.loads((dirs["config"] / "builtin.json").read_bytes()) == {
+        "builtin_profile": "configured",
+        "tools": [],
+    }
 
 
 def test_hand_written_manifest_is_authoritative_and_untouched(dirs, tmp_path):

@@ -58,8 +58,9 @@ def test_not_a_session_file(tmp_path):
 def test_console_on_a_tty(dirs, project, tmp_path):
     """`i` with a terminal is a line console: a prompt, an answer, /exit."""
     with ScriptedModel([{"text": "hello from the console"}]) as model:
-        (dirs["config"] / "config.json").write_bytes(orjson.dumps(
-            {"protocol": "openai", "base_url": model.base_url, "model": "m", "stream": False}))
+        (dirs["config"] / "config.json").write_bytes(
+            orjson.dumps({"protocol": "openai", "base_url": model.base_url, "model": "m", "stream": False})
+        )
         pid, fd = pty.fork()
         if pid == 0:  # the child: `i` on a pseudo-terminal
             os.execv(sys.executable, [sys.executable, "-m", "i_core", "-C", str(project), "--quiet"])
@@ -100,8 +101,11 @@ def test_a_failed_save_is_a_session_error_and_keeps_the_last_checkpoint(tmp_path
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / ".s.json.1.abcdef012345.tmp"))
 
     monkeypatch.setattr(session_module, "atomic_write_bytes", full)
-    with pytest.raises(SessionError, match=r"s\.json: cannot save the session: .*No space left on device; the file "
-                                           r"on disk is unchanged"):
+    with pytest.raises(
+        SessionError,
+        match=r"s\.json: cannot save the session: .*No space left on device; the file "
+        r"on disk is unchanged",
+    ):
         session.write([*first, {"role": "user", "content": "more"}])
     assert session.messages == first  # what is in memory is what is on disk
     session.close()

@@ -12,8 +12,9 @@ from i_core.session import loads_safe
 
 
 def _config(dirs, model, **extra):
-    (dirs["config"] / "config.json").write_bytes(orjson.dumps(
-        {"protocol": "openai", "base_url": model.base_url, "model": "m", **extra}))
+    (dirs["config"] / "config.json").write_bytes(
+        orjson.dumps({"protocol": "openai", "base_url": model.base_url, "model": "m", **extra})
+    )
 
 
 def _age(path, seconds):

@@ -28,8 +28,14 @@ from i_protocol import ErrorFrame
 from i_protocol.host import WorkerProcess
 
 
-def write_skill(root: Path, folder: str, name: str | None = None, description: str = "Does a thing.",
-                body: str = "# Body\nSteps.\n", front: str | None = None) -> Path:
+def write_skill(
+    root: Path,
+    folder: str,
+    name: str | None = None,
+    description: str = "Does a thing.",
+    body: str = "# Body\nSteps.\n",
+    front: str | None = None,
+) -> Path:
     path = root / folder / "SKILL.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     if front is None:
@@ -74,10 +80,10 @@ def test_parse_crlf_and_bom() -> None:
         ("---\nname: !!str a\n---\n", "complex YAML"),
         ("---\n- a\n---\n", "SKILL.md:2: YAML lists are not supported"),
         ("---\nname: a\nname: b\n---\n", "SKILL.md:3: duplicate key 'name' (first on line 2)"),
-        ("---\nname: \"a\n---\n", "SKILL.md:2: unterminated double-quoted"),
+        ('---\nname: "a\n---\n', "SKILL.md:2: unterminated double-quoted"),
         ("---\nname: 'a\n---\n", "unterminated single-quoted"),
-        ("---\nname: \"a\" b\n---\n", "unexpected text after the closing quote"),
-        ("---\nname: \"\\x41\"\n---\n", "unsupported escape"),
+        ('---\nname: "a" b\n---\n', "unexpected text after the closing quote"),
+        ('---\nname: "\\x41"\n---\n', "unsupported escape"),
         ("---\ndescription: a: b\n---\n", "must not contain ': '"),
         ("---\njust text\n---\n", "SKILL.md:2: expected 'key: value'"),
     ],
@@ -90,8 +96,17 @@ def test_parse_rejects_unsupported_yaml_naming_file_and_line(text: str, message:
 
 @pytest.mark.parametrize(
     ("value", "kind"),
-    [("true", "boolean"), ("no", "boolean"), ("42", "integer"), ("0x1f", "integer"), ("1.5", "float"),
-     (".inf", "float"), ("null", "null"), ("~", "null"), ("2024-01-02", "timestamp")],
+    [
+        ("true", "boolean"),
+        ("no", "boolean"),
+        ("42", "integer"),
+        ("0x1f", "integer"),
+        ("1.5", "float"),
+        (".inf", "float"),
+        ("null", "null"),
+        ("~", "null"),
+        ("2024-01-02", "timestamp"),
+    ],
 )
 def test_metadata_rejects_non_string_types(value: str, kind: str) -> None:
     with pytest.raises(SkillError, match=rf"SKILL.md:2: 'name' must be a string, got {kind}"):
@@ -135,11 +150,12 @@ def test_description_limits() -> None:
 @settings(max_examples=200, deadline=None)
 @given(
     name=st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True),
-    description=st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=200)
-    .filter(lambda text: text.strip() != ""),
+    description=st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=200).filter(
+        lambda text: text.strip() != ""
+    ),
 )
 def test_quoted_values_round_trip(name: str, description: str) -> None:
-    text = f"---\nname: \"{name}\"\ndescription: {json.dumps(description, ensure_ascii=False)}\n---\nbody"
+    text = f'---\nname: "{name}"\ndescription: {json.dumps(description, ensure_ascii=False)}\n---\nbody'
     assert metadata(text) == (name, description)
 
 
@@ -376,7 +392,10 @@ def test_e2e_before_turn_reports_default_roots(spawn, workspace: Path) -> None:
     }
     digest = hashlib.sha256(orjson.dumps(entries, option=orjson.OPT_SORT_KEYS)).hexdigest()
     assert result["context"]["skills"] == {
-        "kind": "skills", "entries": entries, "revision": "sha256:" + digest, "errors": [],
+        "kind": "skills",
+        "entries": entries,
+        "revision": "sha256:" + digest,
+        "errors": [],
     }
     # Only name, description and source are injected, never the body.
     assert "Alpha body" not in json.dumps(result)
@@ -411,10 +430,15 @@ def test_e2e_explicit_config_file(spawn, workspace: Path, tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     ("config", "message"),
-    [({"roots": "x"}, "roots must be an array"), ({"roots": [""]}, "roots must be an array"),
-     ({"root": []}, "unknown field(s): root")],
+    [
+        ({"roots": "x"}, "roots must be an array"),
+        ({"roots": [""]}, "roots must be an array"),
+        ({"root": []}, "unknown field(s): root"),
+    ],
 )
-def test_e2e_bad_config_fails_the_call(spawn, workspace: Path, home: dict[str, Path], config: Any, message: str) -> None:
+def test_e2e_bad_config_fails_the_call(
+    spawn, workspace: Path, home: dict[str, Path], config: Any, message: str
+) -> None:
     (home["config"] / "skills.json").write_text(json.dumps(config))
     process = spawn()
     with pytest.raises(ErrorFrame) as info:
@@ -426,7 +450,9 @@ def test_e2e_bad_skill_listed_while_good_ones_load(spawn, workspace: Path) -> No
     bad = write_skill(workspace / ".i" / "skills", "broken", front="name: broken\ndescription: yes\n")
     context = turn(spawn(), workspace)["context"]["skills"]
     assert sorted(context["entries"]) == ["alpha", "beta"]
-    assert context["errors"] == [f"{bad}:3: 'description' must be a string, got boolean 'yes' (quote it to make it a string)"]
+    assert context["errors"] == [
+        f"{bad}:3: 'description' must be a string, got boolean 'yes' (quote it to make it a string)"
+    ]
 
 
 def test_e2e_duplicate_name(spawn, workspace: Path) -> None:
@@ -439,10 +465,16 @@ def test_e2e_duplicate_name(spawn, workspace: Path) -> None:
         tool(process, workspace, "skill_load", name="alpha")
 
 
-def raw_tool(process: WorkerProcess, workspace: Path, request_id: int, tool_name: str, **arguments: Any) -> dict[str, Any]:
+def raw_tool(
+    process: WorkerProcess, workspace: Path, request_id: int, tool_name: str, **arguments: Any
+) -> dict[str, Any]:
     """One tool frame through ``call_frame``, which (unlike ``call``) keeps using the worker after an error."""
-    frame = {"id": request_id, "event": "tool", "workspace": str(workspace),
-             "data": {"name": tool_name, "arguments": arguments}}
+    frame = {
+        "id": request_id,
+        "event": "tool",
+        "workspace": str(workspace),
+        "data": {"name": tool_name, "arguments": arguments},
+    }
     answer = orjson.loads(process.call_frame(orjson.dumps(frame) + b"\n"))
     assert answer["id"] == request_id
     return answer
@@ -452,7 +484,8 @@ def test_e2e_skill_load_and_read(spawn, workspace: Path) -> None:
     process = spawn()
     assert raw_tool(process, workspace, 1, "skill_load", name="alpha") == {"id": 1, "data": {"output": "Alpha body\n"}}
     assert raw_tool(process, workspace, 2, "skill_read", name="beta", path="ref.md")["data"] == {
-        "output": "reference text\n"}
+        "output": "reference text\n"
+    }
     errors = [
         (("skill_load",), {"name": "nope"}, "no skill named 'nope'; known skills: alpha, beta"),
         (("skill_read",), {"name": "beta", "path": "../../../../etc/passwd"}, "contains '..'"),

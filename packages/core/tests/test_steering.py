@@ -29,8 +29,9 @@ def steering(tmp_path):
     workers = []
 
     def start(queue: Path) -> WorkerProcess:
-        worker = WorkerProcess.spawn([*STEERING, "--queue", str(queue)], cwd=str(tmp_path),
-                                     env={**os.environ}, name="steering")
+        worker = WorkerProcess.spawn(
+            [*STEERING, "--queue", str(queue)], cwd=str(tmp_path), env={**os.environ}, name="steering"
+        )
         workers.append(worker)
         return worker
 
@@ -47,8 +48,10 @@ def test_before_turn_appends_pending_entries_and_after_save_acknowledges_them(st
     queue.write_bytes(_entry("a1", "first") + b"not json\n" + _entry("a2", "second") + b'{"id": "a3", "te')
     worker = steering(queue)
     data = worker.call("before_turn", {"messages": [SYSTEM, {"role": "user", "content": "go"}]})
-    assert data["append"] == [{"role": "user", "content": "first", "_steering": "a1"},
-                              {"role": "user", "content": "second", "_steering": "a2"}]  # the torn a3 waits
+    assert data["append"] == [
+        {"role": "user", "content": "first", "_steering": "a1"},
+        {"role": "user", "content": "second", "_steering": "a2"},
+    ]  # the torn a3 waits
     saved = [SYSTEM, {"role": "user", "content": "go"}, *data["append"]]
     worker.call("after_save", {"messages": saved, "path": str(tmp_path / "s.json")})
     assert (tmp_path / "s.queue.jsonl.ack").read_text().split() == ["a1", "a2"]
@@ -99,8 +102,12 @@ def test_before_turn_append_accepts_only_user_text_with_an_id():
     assert _steering_messages(None) == []
     good = [{"role": "user", "content": "hi", "_steering": "x", "extra": 1}]
     assert _steering_messages(good) == [{"role": "user", "content": "hi", "_steering": "x"}]
-    for bad in ([{"role": "assistant", "content": "hi", "_steering": "x"}], [{"role": "user", "content": "hi"}],
-                [{"role": "tool", "content": "x", "_steering": "x", "tool_call_id": "c"}], "text"):
+    for bad in (
+        [{"role": "assistant", "content": "hi", "_steering": "x"}],
+        [{"role": "user", "content": "hi"}],
+        [{"role": "tool", "content": "x", "_steering": "x", "tool_call_id": "c"}],
+        "text",
+    ):
         with pytest.raises(WorkerFailure):
             _steering_messages(bad)
 

@@ -106,7 +106,9 @@ def test_a_model_that_never_answers_times_out_and_is_retried() -> None:
     rec = Recorder()
     with (
         ScriptedModel([{"delay": 30, "text": "late"}, {"delay": 30, "text": "late"}]) as model,
-        pytest.raises(TransportError, match=r"model request did not finish within 0.3 s \(timeout in config.json\)") as caught,
+        pytest.raises(
+            TransportError, match=r"model request did not finish within 0.3 s \(timeout in config.json\)"
+        ) as caught,
     ):
         post(model, rec, timeout=0.3, retries=1)
     assert rec.retries == [(1, "timed out")]

@@ -24,7 +24,12 @@ def dirs(tmp_path: Path) -> dict[str, str]:
 def worker_env(dirs: dict[str, str]) -> dict[str, str]:
     """A minimal child environment pointing the I_*_DIR variables at the temp dirs."""
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONUTF8": "1"}
-    names = {"config_dir": "I_CONFIG_DIR", "data_dir": "I_DATA_DIR", "cache_dir": "I_CACHE_DIR", "runtime_dir": "I_RUNTIME_DIR"}
+    names = {
+        "config_dir": "I_CONFIG_DIR",
+        "data_dir": "I_DATA_DIR",
+        "cache_dir": "I_CACHE_DIR",
+        "runtime_dir": "I_RUNTIME_DIR",
+    }
     for key, value in dirs.items():
         env[names[key]] = value
     return env

@@ -78,7 +78,10 @@ def echo(arguments: dict, request) -> str:
 
 @worker.tool("image")
 def image(arguments: dict, request) -> dict:
-    return {"output": "see image", "images": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}
+    return {
+        "output": "see image",
+        "images": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}],
+    }
 
 
 if __name__ == "__main__":

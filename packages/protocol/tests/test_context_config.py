@@ -27,8 +27,15 @@ def test_relative_env_directory_is_refused():
 
 
 def test_env_directories_follow_the_same_nesting_rule(tmp_path):
-    env = {key: str(tmp_path / name) for key, name in
-           [("I_CONFIG_DIR", "c"), ("I_DATA_DIR", "cache/d"), ("I_CACHE_DIR", "cache"), ("I_RUNTIME_DIR", "r")]}
+    env = {
+        key: str(tmp_path / name)
+        for key, name in [
+            ("I_CONFIG_DIR", "c"),
+            ("I_DATA_DIR", "cache/d"),
+            ("I_CACHE_DIR", "cache"),
+            ("I_RUNTIME_DIR", "r"),
+        ]
+    }
     with pytest.raises(ContextError, match=r"data_dir .* must not lie under paths.cache_dir"):
         paths_from_env(env)
 

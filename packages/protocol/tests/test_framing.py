@@ -33,11 +33,14 @@ def test_encode_refuses_unserialisable_and_escapes_lone_surrogates():
     assert encode_frame({"x": "\udcff"}) == b'{"x":"\\udcff"}\n'
 
 
-@pytest.mark.parametrize("line, message", [
-    (b"not json\n", "not valid JSON"),
-    (b"[1,2]\n", "must be a JSON object"),
-    (b'"text"\n', "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (b"not json\n", "not valid JSON"),
+        (b"[1,2]\n", "must be a JSON object"),
+        (b'"text"\n', "must be a JSON object"),
+    ],
+)
 def test_decode_rejects_bad_frames(line, message):
     with pytest.raises(FrameError, match=message):
         decode_frame(line)
@@ -71,8 +74,16 @@ def test_bool_is_not_an_id():
     assert not is_unsigned_id(1.0)
 
 
-@given(st.dictionaries(st.text(), st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) | st.text(),
-                                               lambda c: st.lists(c) | st.dictionaries(st.text(), c), max_leaves=20)))
+@given(
+    st.dictionaries(
+        st.text(),
+        st.recursive(
+            st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+            lambda c: st.lists(c) | st.dictionaries(st.text(), c),
+            max_leaves=20,
+        ),
+    )
+)
 def test_any_json_object_round_trips(value):
     try:
         frame = encode_frame(value)

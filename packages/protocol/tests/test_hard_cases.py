@@ -104,7 +104,8 @@ def test_the_lossless_fallback_stays_as_strict_as_orjson():
 def test_a_request_with_an_undecodable_name_round_trips_through_a_real_worker(spawn, fixture_argv):
     worker = spawn(fixture_argv())
     assert worker.call("tool", {"name": "echo", "arguments": {"text": "caf\udce9 \ud800"}}) == {
-        "output": "caf\udce9 \ud800"}
+        "output": "caf\udce9 \ud800"
+    }
     assert worker.call("surrogate", {}) == {"text": "bad \udcff"}
     assert not worker.broken
 
@@ -140,8 +141,12 @@ def test_a_latin1_workspace_gets_an_id_and_the_registry_stays_readable(tmp_path)
     assert workspace_id_for(folder, data_dir) == first
     # A second process (no in-memory state) finds the same binding in the file.
     code = "import sys; from i_protocol.workspace import workspace_id_for as f; print(f(sys.argv[1], sys.argv[2]))"
-    done = subprocess.run([sys.executable, "-c", code, folder, str(data_dir)], capture_output=True, timeout=60,
-                          env={**os.environ, "PYTHONUTF8": "1"})
+    done = subprocess.run(
+        [sys.executable, "-c", code, folder, str(data_dir)],
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "PYTHONUTF8": "1"},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().strip() == first
     registry = (data_dir / "workspaces.json").read_bytes()
@@ -152,8 +157,9 @@ def test_a_latin1_workspace_gets_an_id_and_the_registry_stays_readable(tmp_path)
 # -- a worker that exits while a grandchild holds its stdout ----------------------------------
 
 
-def test_a_worker_that_exits_mid_call_is_noticed_at_once_despite_a_grandchild(spawn, misbehaving_argv,
-                                                                              worker_env, tmp_path):
+def test_a_worker_that_exits_mid_call_is_noticed_at_once_despite_a_grandchild(
+    spawn, misbehaving_argv, worker_env, tmp_path
+):
     pid_file = tmp_path / "grandchild.pid"
     worker_env["CHILD_PID_FILE"] = str(pid_file)
     worker = spawn(misbehaving_argv("exit_leaving_grandchild"))
@@ -171,12 +177,18 @@ def test_a_worker_that_exits_mid_call_is_noticed_at_once_despite_a_grandchild(sp
 
 def test_an_answer_written_just_before_exit_is_still_read(spawn, fixture_argv):
     # The exit watch must never drop a complete answer that is already in the pipe.
-    worker = spawn([sys.executable, "-c", textwrap.dedent("""
+    worker = spawn(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
         import os, sys
         line = sys.stdin.buffer.readline()
         os.write(1, b'{"id":1,"data":{"last":true}}\\n')
         os._exit(0)
-    """)])
+    """),
+        ]
+    )
     assert worker.call("x", {}) == {"last": True}
 
 

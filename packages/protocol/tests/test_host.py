@@ -75,13 +75,16 @@ def test_kill_takes_the_whole_process_group(spawn, misbehaving_argv, worker_env,
         os.kill(child, 0)
 
 
-@pytest.mark.parametrize("mode, message", [
-    ("banner", "not a JSON frame to stdout: 'Worker v1 starting up!'"),
-    ("wrong_id", "answered id 8 to request id 1"),
-    ("list_data", "with list data, expected an object"),
-    ("exit_mid", "closed its output mid-frame (exit status 1"),
-    ("huge", "over the 50331648-byte limit"),
-])
+@pytest.mark.parametrize(
+    "mode, message",
+    [
+        ("banner", "not a JSON frame to stdout: 'Worker v1 starting up!'"),
+        ("wrong_id", "answered id 8 to request id 1"),
+        ("list_data", "with list data, expected an object"),
+        ("exit_mid", "closed its output mid-frame (exit status 1"),
+        ("huge", "over the 50331648-byte limit"),
+    ],
+)
 def test_protocol_violations_fail_the_call_clearly(spawn, misbehaving_argv, mode, message):
     worker = spawn(misbehaving_argv(mode))
     with pytest.raises(CallError) as info:

@@ -52,10 +52,13 @@ def frames(*messages: dict) -> bytes:
 
 
 def test_hook_returns_full_data_and_unhandled_events_come_back_unchanged():
-    responses, code = serve(make_worker(), frames(
-        {"id": 1, "event": "before_turn", "data": {"messages": [], "keep": "me"}},
-        {"id": 2, "event": "after_save", "data": {"path": "/x", "n": [1, 2]}},
-    ))
+    responses, code = serve(
+        make_worker(),
+        frames(
+            {"id": 1, "event": "before_turn", "data": {"messages": [], "keep": "me"}},
+            {"id": 2, "event": "after_save", "data": {"path": "/x", "n": [1, 2]}},
+        ),
+    )
     assert code == 0
     assert responses == [
         {"id": 1, "data": {"messages": [], "keep": "me", "seen": 1}},
@@ -75,12 +78,15 @@ def test_star_hook_receives_every_event():
 
 
 def test_handler_exceptions_become_error_frames_and_the_loop_goes_on(capsys):
-    responses, code = serve(make_worker(), frames(
-        {"id": 1, "event": "explode", "data": {}},
-        {"id": 2, "event": "refuse", "data": {}},
-        {"id": 3, "event": "bad_return", "data": {}},
-        {"id": 4, "event": "before_turn", "data": {}},
-    ))
+    responses, code = serve(
+        make_worker(),
+        frames(
+            {"id": 1, "event": "explode", "data": {}},
+            {"id": 2, "event": "refuse", "data": {}},
+            {"id": 3, "event": "bad_return", "data": {}},
+            {"id": 4, "event": "before_turn", "data": {}},
+        ),
+    )
     assert code == 0
     assert responses[0]["id"] == 1 and "KeyError" in responses[0]["error"]
     assert responses[1] == {"id": 2, "error": "refused: budget.tokenizer 'cl100k_base' is not supported"}
@@ -90,34 +96,68 @@ def test_handler_exceptions_become_error_frames_and_the_loop_goes_on(capsys):
 
 
 def test_tool_dispatch_and_tool_errors():
-    responses, _ = serve(make_worker(), frames(
-        {"id": 1, "event": "tool", "data": {"name": "upper", "arguments": {"text": "hi"}}},
-        {"id": 2, "event": "tool", "data": {"name": "nope", "arguments": {}}},
-        {"id": 3, "event": "tool", "data": {"name": "upper", "arguments": "not an object"}},
-        {"id": 4, "event": "tool", "data": {"name": "no_output", "arguments": {}}},
-    ))
+    responses, _ = serve(
+        make_worker(),
+        frames(
+            {"id": 1, "event": "tool", "data": {"name": "upper", "arguments": {"text": "hi"}}},
+            {"id": 2, "event": "tool", "data": {"name": "nope", "arguments": {}}},
+            {"id": 3, "event": "tool", "data": {"name": "upper", "arguments": "not an object"}},
+            {"id": 4, "event": "tool", "data": {"name": "no_output", "arguments": {}}},
+        ),
+    )
     assert responses[0] == {"id": 1, "data": {"output": "HI"}}
     assert responses[1] == {"id": 2, "error": "unknown tool 'nope'; i-demo provides: no_output, upper"}
     assert "arguments must be an object" in responses[2]["error"]
     assert "no string 'output'" in responses[3]["error"]
 
 
-@pytest.mark.parametrize("frame, message", [
-    ({"id": 1, "event": "x", "data": [1]}, "request data must be an object, got list"),
-    ({"id": 1, "event": "", "data": {}}, "event must be a non-empty string"),
-    ({"id": 1, "event": "x", "data": {}, "workspace_id": "not-a-uuid"}, "workspace_id must be a UUID"),
-    ({"id": 1, "event": "x", "data": {}, "workspace": 5}, "workspace must be a non-empty string"),
-    ({"id": 1, "event": "x", "data": {}, "paths": {"config_dir": "rel/c", "data_dir": "/d", "cache_dir": "/k", "runtime_dir": "/r"}},
-     "paths.config_dir must be absolute"),
-    ({"id": 1, "event": "x", "data": {}, "paths": {"config_dir": "/a/../etc", "data_dir": "/d", "cache_dir": "/k", "runtime_dir": "/r"}},
-     "must not contain '..'"),
-    ({"id": 1, "event": "x", "data": {}, "paths": {"config_dir": "/c", "data_dir": "/k/data", "cache_dir": "/k", "runtime_dir": "/r"}},
-     "paths.data_dir (/k/data) must not lie under paths.cache_dir (/k)"),
-    ({"id": 1, "event": "x", "data": {}, "paths": {"config_dir": "/r/conf", "data_dir": "/d", "cache_dir": "/k", "runtime_dir": "/r"}},
-     "must not lie under paths.runtime_dir"),
-    ({"id": 1, "event": "x", "data": {}, "paths": {"config_dir": "/c"}}, "paths is missing"),
-    ({"id": 1, "event": "x", "data": {}, "paths": "/c"}, "paths must be an object"),
-])
+@pytest.mark.parametrize(
+    "frame, message",
+    [
+        ({"id": 1, "event": "x", "data": [1]}, "request data must be an object, got list"),
+        ({"id": 1, "event": "", "data": {}}, "event must be a non-empty string"),
+        ({"id": 1, "event": "x", "data": {}, "workspace_id": "not-a-uuid"}, "workspace_id must be a UUID"),
+        ({"id": 1, "event": "x", "data": {}, "workspace": 5}, "workspace must be a non-empty string"),
+        (
+            {
+                "id": 1,
+                "event": "x",
+                "data": {},
+                "paths": {"config_dir": "rel/c", "data_dir": "/d", "cache_dir": "/k", "runtime_dir": "/r"},
+            },
+            "paths.config_dir must be absolute",
+        ),
+        (
+            {
+                "id": 1,
+                "event": "x",
+                "data": {},
+                "paths": {"config_dir": "/a/../etc", "data_dir": "/d", "cache_dir": "/k", "runtime_dir": "/r"},
+            },
+            "must not contain '..'",
+        ),
+        (
+            {
+                "id": 1,
+                "event": "x",
+                "data": {},
+                "paths": {"config_dir": "/c", "data_dir": "/k/data", "cache_dir": "/k", "runtime_dir": "/r"},
+            },
+            "paths.data_dir (/k/data) must not lie under paths.cache_dir (/k)",
+        ),
+        (
+            {
+                "id": 1,
+                "event": "x",
+                "data": {},
+                "paths": {"config_dir": "/r/conf", "data_dir": "/d", "cache_dir": "/k", "runtime_dir": "/r"},
+            },
+            "must not lie under paths.runtime_dir",
+        ),
+        ({"id": 1, "event": "x", "data": {}, "paths": {"config_dir": "/c"}}, "paths is missing"),
+        ({"id": 1, "event": "x", "data": {}, "paths": "/c"}, "paths must be an object"),
+    ],
+)
 def test_bad_request_context_gets_a_clear_error_frame(frame, message):
     responses, code = serve(make_worker(), frames(frame))
     assert code == 0
@@ -203,7 +243,9 @@ def test_version_line_names_distribution_and_protocol(fixture_argv):
 def test_unknown_argument_and_missing_config_file_exit_2(fixture_argv, tmp_path):
     result = subprocess.run(fixture_argv("--frobnicate"), capture_output=True, text=True, input="")
     assert result.returncode == 2 and "unknown argument '--frobnicate'" in result.stderr
-    result = subprocess.run(fixture_argv("--config", str(tmp_path / "none.json")), capture_output=True, text=True, input="")
+    result = subprocess.run(
+        fixture_argv("--config", str(tmp_path / "none.json")), capture_output=True, text=True, input=""
+    )
     assert result.returncode == 2 and "file does not exist" in result.stderr
 
 

@@ -72,8 +72,12 @@ def test_racing_processes_agree_on_one_id(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     code = "import sys; from i_protocol.workspace import workspace_id_for; print(workspace_id_for(sys.argv[1], sys.argv[2]))"
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(project), str(tmp_path / "data")],
-                              stdout=subprocess.PIPE, text=True) for _ in range(12)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(project), str(tmp_path / "data")], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(12)
+    ]
     ids = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert len(set(ids)) == 1

@@ -122,8 +122,11 @@ def test_valid_anchor_is_used_for_the_prefix_and_new_content_is_added(build, his
     history = history_of()
     first = budget_result(build(history=history))
     # The model answered with a tool call, and the tool answered: two new messages.
-    reply = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c9", "type": "function", "function": {"name": "read", "arguments": "{}"}}]}
+    reply = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c9", "type": "function", "function": {"name": "read", "arguments": "{}"}}],
+    }
     result_msg = {"role": "tool", "tool_call_id": "c9", "content": "z" * 1_000}
     grown = [*history, reply, result_msg]
     second = budget_result(build(history=grown, usage=anchor_for(first, 300, 20)))
@@ -235,8 +238,10 @@ def test_anchor_template_fingerprint_matches_prefix_fingerprint(history_of):
 
 
 def image_message() -> dict[str, Any]:
-    return {"role": "user", "content": [
-        {"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": PNG}}]}
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": PNG}}],
+    }
 
 
 def test_images_without_image_tokens_do_not_fit_and_say_why(build, history_of):
@@ -260,8 +265,13 @@ def test_images_with_image_tokens_cost_exactly_that(build, history_of):
 
 
 def test_replay_images_are_found_in_private_replay_blocks(build, history_of):
-    message = {"role": "user", "content": "see", "_anthropic_content": [
-        {"type": "tool_result", "content": [{"type": "image", "source": {"type": "base64", "data": "B" * 9_000}}]}]}
+    message = {
+        "role": "user",
+        "content": "see",
+        "_anthropic_content": [
+            {"type": "tool_result", "content": [{"type": "image", "source": {"type": "base64", "data": "B" * 9_000}}]}
+        ],
+    }
     result = budget_result(build(history=[*history_of(), message]))
     assert result["images"]["count"] == 1
     assert result["fits"] is False
@@ -320,16 +330,27 @@ def test_comparable_estimate_depends_on_content_only(build, history_of):
     history = history_of()
     base = budget_result(build(history=history))
     first = base
-    other = budget_result(build(history=history, model="m2", tools=[], pending_tool_calls=3,
-                                usage=anchor_for(first, 10, 1), budget={"context_window": 50_000}))
+    other = budget_result(
+        build(
+            history=history,
+            model="m2",
+            tools=[],
+            pending_tool_calls=3,
+            usage=anchor_for(first, 10, 1),
+            budget={"context_window": 50_000},
+        )
+    )
     assert other["comparable_estimate"] == base["comparable_estimate"] == comparable_estimate(history)
     assert base["comparable_estimate"] == wire_bytes(history)
 
 
 def test_compacted_candidate_has_a_smaller_comparable_estimate(history_of):
     history = history_of(turns=10)
-    candidate = [history[0], {"role": "user", "content": "<continuation_summary>short</continuation_summary>"},
-                 *history[-4:]]
+    candidate = [
+        history[0],
+        {"role": "user", "content": "<continuation_summary>short</continuation_summary>"},
+        *history[-4:],
+    ]
     assert comparable_estimate(candidate) < comparable_estimate(history)
 
 
@@ -354,8 +375,9 @@ def test_tool_output_budget_splits_the_remaining_room(build, history_of):
     result = budget_result(build(history=history, budget=budget, pending_tool_calls=4))
     assert result["remaining"] == 3_000
     assert result["tool_output_budget"]["per_call_tokens"] == 750
-    none_left = budget_result(build(history=history_of(turns=40, size=300), budget={"context_window": 20_000},
-                                    pending_tool_calls=2))
+    none_left = budget_result(
+        build(history=history_of(turns=40, size=300), budget={"context_window": 20_000}, pending_tool_calls=2)
+    )
     assert none_left["tool_output_budget"]["per_call_tokens"] == 0
 
 
@@ -393,8 +415,9 @@ messages = st.lists(
 @given(body=messages, system=text)
 def test_plain_estimate_never_undercounts_utf8_bytes(body, system):
     history = [{"role": "system", "content": system}, *body]
-    outcome = estimate_budget({"model": "m", "budget": {"context_window": 10_000_000}, "max_tokens": 10,
-                               "history": history, "tools": []})
+    outcome = estimate_budget(
+        {"model": "m", "budget": {"context_window": 10_000_000}, "max_tokens": 10, "history": history, "tools": []}
+    )
     content_bytes = sum(len((m.get("content") or "").encode()) for m in history)
     assert outcome.result["estimate"] >= content_bytes + len(history)
     assert outcome.result["comparable_estimate"] >= content_bytes
@@ -409,7 +432,10 @@ def test_split_measure_matches_whole_measure(body, cut):
     whole = measure_history(history)
     split = measure_history(history, cut)
     assert split.fingerprint == whole.fingerprint
-    assert split.total_bytes == whole.total_bytes == wire_bytes([{k: v for k, v in m.items() if k != "_meta"}
-                                                                 for m in history])
+    assert (
+        split.total_bytes
+        == whole.total_bytes
+        == wire_bytes([{k: v for k, v in m.items() if k != "_meta"} for m in history])
+    )
     assert split.prefix_fingerprint == history_fingerprint(history, cut)
     assert split.prefix_bytes == wire_bytes([{k: v for k, v in m.items() if k != "_meta"} for m in history[:cut]])

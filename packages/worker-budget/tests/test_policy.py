@@ -107,7 +107,9 @@ def test_unknown_tokenizer_is_an_error(name, build):
         budget_result(build(budget={"context_window": 100_000, "tokenizer": name}))
 
 
-@pytest.mark.parametrize("budget", [{"context_window": 100_000}, {"context_window": 100_000, "tokenizer": "utf8_bytes"}])
+@pytest.mark.parametrize(
+    "budget", [{"context_window": 100_000}, {"context_window": 100_000, "tokenizer": "utf8_bytes"}]
+)
 def test_omitted_or_utf8_bytes_tokenizer_is_the_byte_estimator(budget, build):
     result = budget_result(build(budget=budget))
     assert result["estimate_method"] == "utf8_bytes"

@@ -102,8 +102,9 @@ def test_density_learns_in_the_workspace_state_dir(proc, dirs, build):
     results = []
     for turn in range(5):
         history = [*history, *big_turn(turn)]
-        out = call(proc, dirs, build(history=history, budget=budget, usage=usage, tools=[]),
-                   workspace_id=WORKSPACE_ID)["budget_result"]
+        out = call(proc, dirs, build(history=history, budget=budget, usage=usage, tools=[]), workspace_id=WORKSPACE_ID)[
+            "budget_result"
+        ]
         results.append(out)
         # Pretend the server counted 1 token per 4 bytes of this request.
         usage = {**out["anchor"], "input_tokens": max(1, out["comparable_estimate"] // 4), "output_tokens": 10}
@@ -116,8 +117,9 @@ def test_density_learns_in_the_workspace_state_dir(proc, dirs, build):
     assert results[1]["density"]["observed"] == ["request: recorded"]
     assert results[-1]["density"]["observed"] == ["increment: recorded"]
     # An unanchored request now uses the learned densities, not 1 byte per token.
-    fresh = call(proc, dirs, build(history=history, budget=budget, tools=[]),
-                 workspace_id=WORKSPACE_ID)["budget_result"]
+    fresh = call(proc, dirs, build(history=history, budget=budget, tools=[]), workspace_id=WORKSPACE_ID)[
+        "budget_result"
+    ]
     assert fresh["estimate_method"] == "density"
     assert fresh["fallback_reason"] == "no_usage"
     # 4 observed; the margin, and the spaces (word class, never a significant share here, so still at

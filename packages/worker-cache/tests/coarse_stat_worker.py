@@ -23,9 +23,26 @@ def coarse_stat(path, *args, **kwargs):  # type: ignore[no-untyped-def]
     if not os.fspath(path).endswith(".json"):
         return st
     seconds = _TICK_NS // 10**9
-    return os.stat_result((st.st_mode, 4242, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, 65536,
-                           seconds, seconds, seconds, float(seconds), float(seconds), float(seconds),
-                           _TICK_NS, _TICK_NS, _TICK_NS))
+    return os.stat_result(
+        (
+            st.st_mode,
+            4242,
+            st.st_dev,
+            st.st_nlink,
+            st.st_uid,
+            st.st_gid,
+            65536,
+            seconds,
+            seconds,
+            seconds,
+            float(seconds),
+            float(seconds),
+            float(seconds),
+            _TICK_NS,
+            _TICK_NS,
+            _TICK_NS,
+        )
+    )
 
 
 class CoarseOs(types.ModuleType):

@@ -39,8 +39,9 @@ def drive(env: Env, workers: list[WorkerProcess], updates: int = UPDATES) -> Non
                 data = request_data(chat_body(round_ % 7, system=f"writer {index}"))
                 meta = env.call(worker, "before_request", data)["request_meta"]
                 usage = {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 40}}
-                env.call(worker, "after_response", {"protocol": "openai", "response": {"usage": usage},
-                                                    "request_meta": meta})
+                env.call(
+                    worker, "after_response", {"protocol": "openai", "response": {"usage": usage}, "request_meta": meta}
+                )
         except BaseException as exc:  # reported below
             failures.append(exc)
 
@@ -55,9 +56,17 @@ def drive(env: Env, workers: list[WorkerProcess], updates: int = UPDATES) -> Non
 def check_no_lost_update(env: Env, updates: int = UPDATES) -> None:
     totals = env.stats()["totals"]
     rounds = WRITERS * updates // 2
-    lost = {key: rounds * unit - totals[key] for key, unit in
-            (("prepared", 1), ("preparations", 1), ("observed", 1), ("known", 1), ("input_tokens", 100),
-             ("cache_read_tokens", 40))}
+    lost = {
+        key: rounds * unit - totals[key]
+        for key, unit in (
+            ("prepared", 1),
+            ("preparations", 1),
+            ("observed", 1),
+            ("known", 1),
+            ("input_tokens", 100),
+            ("cache_read_tokens", 40),
+        )
+    }
     assert lost == dict.fromkeys(lost, 0), f"lost counts: {lost}"
     assert not list(env.stats_path().parent.glob("*.corrupt-*"))
 
@@ -65,8 +74,9 @@ def check_no_lost_update(env: Env, updates: int = UPDATES) -> None:
 def test_a_coarse_reused_file_identity_loses_no_update(env: Env) -> None:
     workers = []
     for _ in range(WRITERS):
-        worker = WorkerProcess.spawn([sys.executable, str(HERE / "coarse_stat_worker.py")], env=env.env,
-                                     cwd=str(env.root))
+        worker = WorkerProcess.spawn(
+            [sys.executable, str(HERE / "coarse_stat_worker.py")], env=env.env, cwd=str(env.root)
+        )
         env.workers.append(worker)
         workers.append(worker)
     drive(env, workers)

@@ -23,8 +23,9 @@ def test_eight_processes_share_one_stats_file_without_lost_counts(env: Env) -> N
                 meta = env.call(worker, "before_request", request_data(chat_body(round_)))["request_meta"]
                 env.call(worker, "request_retry", {"request_meta": meta, "attempt": 2, "reason": "503"})
                 usage = {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 50}}
-                env.call(worker, "after_response", {"protocol": "openai", "response": {"usage": usage},
-                                                    "request_meta": meta})
+                env.call(
+                    worker, "after_response", {"protocol": "openai", "response": {"usage": usage}, "request_meta": meta}
+                )
         except BaseException as exc:  # reported below, with the thread's index
             failures.append(exc)
 

@@ -123,7 +123,9 @@ def test_prompt_parts_per_protocol() -> None:
     assert chat.system is None
 
 
-_message = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool"]), "content": st.text(max_size=8)})
+_message = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool"]), "content": st.text(max_size=8)}
+)
 
 
 @given(st.lists(_message, max_size=12), st.lists(_message, max_size=4))

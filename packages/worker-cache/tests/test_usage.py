@@ -12,7 +12,9 @@ from i_cache.usage import UnknownUsage, Usage, read_usage
 
 
 def test_openai_cached_tokens_are_inside_prompt_tokens() -> None:
-    response = {"usage": {"prompt_tokens": 1000, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 900}}}
+    response = {
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 900}}
+    }
     assert read_usage("openai", response) == Usage(1000, 900, 0)
 
 
@@ -49,11 +51,17 @@ def test_deepseek_hit_and_miss_partition_the_input() -> None:
         ("openai", {"usage": {"prompt_tokens": 2**60, "prompt_tokens_details": {"cached_tokens": 0}}}, "overflow"),
         ("responses", {"usage": {"input_tokens": 10}}, "missing"),
         ("anthropic", {"usage": {"input_tokens": 10, "cache_read_input_tokens": 5}}, "missing"),
-        ("anthropic", {"usage": {"input_tokens": 1, "cache_read_input_tokens": -5, "cache_creation_input_tokens": 0}},
-         "negative"),
+        (
+            "anthropic",
+            {"usage": {"input_tokens": 1, "cache_read_input_tokens": -5, "cache_creation_input_tokens": 0}},
+            "negative",
+        ),
         ("deepseek", {"usage": {"prompt_cache_hit_tokens": 5, "prompt_cache_miss_tokens": "x"}}, "non_numeric"),
-        ("deepseek", {"usage": {"prompt_tokens": 9, "prompt_cache_hit_tokens": 5, "prompt_cache_miss_tokens": 5}},
-         "inconsistent"),
+        (
+            "deepseek",
+            {"usage": {"prompt_tokens": 9, "prompt_cache_hit_tokens": 5, "prompt_cache_miss_tokens": 5}},
+            "inconsistent",
+        ),
         ("custom", {"usage": {"prompt_tokens": 1}}, "unsupported_protocol"),
     ],
 )
@@ -66,8 +74,11 @@ def test_bad_usage_is_unknown_with_a_reason(protocol: str, response: Any, reason
 _values = st.one_of(st.integers(-10, 10**6), st.floats(allow_nan=True), st.text(max_size=3), st.none(), st.booleans())
 
 
-@given(st.dictionaries(st.sampled_from(["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]),
-                       _values))
+@given(
+    st.dictionaries(
+        st.sampled_from(["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]), _values
+    )
+)
 def test_anthropic_parser_never_invents_counts(usage: dict[str, Any]) -> None:
     try:
         found = read_usage("anthropic", {"usage": usage})

@@ -14,7 +14,9 @@ from .conftest import EXE, Env, chat_body, request_data
 
 
 def openai_usage(total: int, cached: int) -> dict[str, Any]:
-    return {"usage": {"prompt_tokens": total, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": cached}}}
+    return {
+        "usage": {"prompt_tokens": total, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": cached}}
+    }
 
 
 def test_version_and_help() -> None:
@@ -142,7 +144,9 @@ def test_retry_and_response_are_counted(env: Env) -> None:
     retry = {"request_meta": meta, "attempt": 2, "reason": "HTTP 503"}
     assert env.call(w, "request_retry", retry) == retry
     env.call(w, "request_retry", {"request_meta": meta, "attempt": 3, "reason": "timeout"})
-    got = env.call(w, "after_response", {"protocol": "openai", "response": openai_usage(1000, 900), "request_meta": meta})
+    got = env.call(
+        w, "after_response", {"protocol": "openai", "response": openai_usage(1000, 900), "request_meta": meta}
+    )
     assert got["request_meta"]["cache"]["observed"]["usage_status"] == "known"
     stats = env.stats()
     totals = stats["totals"]
@@ -214,7 +218,7 @@ def test_bad_request_data_is_an_error_frame(env: Env) -> None:
         env.call(env.spawn(), "before_request", {"protocol": "openai", "model": "m"})
 
 
-@pytest.mark.parametrize("damage", [b"{\"version\": 1, \"totals\": {", b"", b"[1, 2]", b"{\"version\": 1}"])
+@pytest.mark.parametrize("damage", [b'{"version": 1, "totals": {', b"", b"[1, 2]", b'{"version": 1}'])
 def test_corrupt_stats_file_is_reported_and_set_aside(env: Env, damage: bytes) -> None:
     w = env.spawn()
     env.call(w, "before_request", request_data(chat_body(1)))

@@ -309,8 +309,11 @@ def test_a_small_window_plans_a_shorter_summary_before_giving_up_keep_recent(dir
     assert data["cut"] == base
     assert data["state"]["summary_max_tokens"] == 600
     assert data["state"]["lastAttempt"]["reason"] == "recommended"
-    prepared = call("before_compact", {"messages": history[1:base], "cut": base, "state": data["state"],
-                                       "model": "m", "budget": {}}, dirs)["data"]
+    prepared = call(
+        "before_compact",
+        {"messages": history[1:base], "cut": base, "state": data["state"], "model": "m", "budget": {}},
+        dirs,
+    )["data"]
     assert prepared["max_tokens"] == 600
     assert "under 400 words" in prepared["prompt"]
 
@@ -335,6 +338,9 @@ def test_a_window_with_room_keeps_the_full_reserve_and_no_cap(dirs: dict[str, st
     data = plan(dirs, history, budget_result(history, 100_000, output_reserve=1024))
     assert data["cut"] is not None
     assert "summary_max_tokens" not in data["state"]
-    prepared = call("before_compact", {"messages": history[1:data["cut"]], "cut": data["cut"],
-                                       "state": data["state"], "model": "m", "budget": {}}, dirs)["data"]
+    prepared = call(
+        "before_compact",
+        {"messages": history[1 : data["cut"]], "cut": data["cut"], "state": data["state"], "model": "m", "budget": {}},
+        dirs,
+    )["data"]
     assert "max_tokens" not in prepared and "words (it is cut off" not in prepared["prompt"]

@@ -45,7 +45,6 @@ class Env:
         self.config_file.write_bytes(orjson.dumps(config))
 
 
-
 def tool(worker: WorkerProcess, env: Env, name: str, **arguments: Any) -> str:
     """Call one memory tool through the real process and return its output text."""
     data = worker.call("tool", {"name": name, "arguments": arguments}, context=env.context())

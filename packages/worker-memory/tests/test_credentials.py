@@ -91,7 +91,14 @@ def test_uuids_are_never_credentials(value: str) -> None:
     assert find_credential(value) is None
 
 
-@given(st.lists(st.sampled_from(["the", "build", "test", "uses", "make", "and", "runs", "fast", "on", "ci", "with", "cache", "keys"]), max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(
+            ["the", "build", "test", "uses", "make", "and", "runs", "fast", "on", "ci", "with", "cache", "keys"]
+        ),
+        max_size=30,
+    )
+)
 def test_prose_is_never_a_credential(words: list[str]) -> None:
     assert find_credential(" ".join(words)) is None
 

@@ -40,9 +40,7 @@ def test_sixteen_processes_writing_different_keys_keep_every_key(env: Env) -> No
         thread.join()
     assert failures == []
     entries = orjson.loads(env.memory_file.read_bytes())["entries"]
-    expected = {
-        f"writer{i}.key{r}": f"value {i}/{r}" for i in range(WRITERS) for r in range(KEYS_PER_WRITER)
-    }
+    expected = {f"writer{i}.key{r}": f"value {i}/{r}" for i in range(WRITERS) for r in range(KEYS_PER_WRITER)}
     assert entries == expected
     leftovers = [p.name for p in env.state_dir.iterdir() if p.name not in ("memory.json", "memory.json.lock")]
     assert leftovers == []  # no temporary files left behind
@@ -85,7 +83,11 @@ def test_quarantine_refuses_reads_writes_and_injection_until_a_person_acts(env: 
     first = tool_error(worker, env, "memory_get", key="k")
     (kept,) = corrupt_copies(env)
     assert str(kept) in first
-    for name, arguments in (("memory_set", {"key": "k", "value": "v"}), ("memory_list", {}), ("memory_delete", {"key": "k"})):
+    for name, arguments in (
+        ("memory_set", {"key": "k", "value": "v"}),
+        ("memory_list", {}),
+        ("memory_delete", {"key": "k"}),
+    ):
         error = tool_error(worker, env, name, **arguments)
         assert "memory is unavailable" in error and str(kept) in error
     turn = frame(worker, env, "before_turn", {"messages": []})
@@ -155,9 +157,13 @@ def test_lone_surrogates_on_the_wire_are_refused_and_nothing_is_stored(
     env: Env, worker: WorkerProcess, arguments: str
 ) -> None:
     request = (
-        '{"id": 7, "event": "tool", "workspace_id": "' + env.context()["workspace_id"] + '", "paths": '
+        '{"id": 7, "event": "tool", "workspace_id": "'
+        + env.context()["workspace_id"]
+        + '", "paths": '
         + orjson.dumps(env.paths).decode()
-        + ', "data": {"name": "memory_set", "arguments": {' + arguments + "}}}\n"
+        + ', "data": {"name": "memory_set", "arguments": {'
+        + arguments
+        + "}}}\n"
     )
     response = orjson.loads(worker.call_frame(request.encode()))
     assert response["id"] == 7
@@ -168,7 +174,9 @@ def test_lone_surrogates_on_the_wire_are_refused_and_nothing_is_stored(
 
 def test_raw_invalid_utf8_on_the_wire_is_refused(env: Env, worker: WorkerProcess) -> None:
     request = (
-        b'{"id": 8, "event": "tool", "workspace_id": "' + env.context()["workspace_id"].encode() + b'", "paths": '
+        b'{"id": 8, "event": "tool", "workspace_id": "'
+        + env.context()["workspace_id"].encode()
+        + b'", "paths": '
         + orjson.dumps(env.paths)
         + b', "data": {"name": "memory_set", "arguments": {"key": "k", "value": "\xed\xb3\xbf"}}}\n'
     )

@@ -65,9 +65,9 @@ def test_delete_of_a_missing_key_writes_nothing(tmp_path: Path, counts: Counts) 
     assert change is not None and change.entries == {} and counts.writes == 2
 
 
-_KEY_TEXT = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40
-).filter(lambda key: key.strip() == key)
+_KEY_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40).filter(
+    lambda key: key.strip() == key
+)
 _VALUE_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=200)
 
 

@@ -107,14 +107,22 @@ def test_workspaces_are_isolated_and_resolved_from_the_context(env: Env, worker:
     project_b.mkdir()
     for project, value in ((project_a, "for a"), (project_b, "for b")):
         response = frame(
-            worker, env, "tool", {"name": "memory_set", "arguments": {"key": "k", "value": value}},
-            workspace_id=None, workspace=str(project),
+            worker,
+            env,
+            "tool",
+            {"name": "memory_set", "arguments": {"key": "k", "value": value}},
+            workspace_id=None,
+            workspace=str(project),
         )
         assert "data" in response, response
     for project, value in ((project_a, "for a"), (project_b, "for b")):
         response = frame(
-            worker, env, "tool", {"name": "memory_get", "arguments": {"key": "k"}},
-            workspace_id=None, workspace=str(project),
+            worker,
+            env,
+            "tool",
+            {"name": "memory_get", "arguments": {"key": "k"}},
+            workspace_id=None,
+            workspace=str(project),
         )
         assert response["data"]["output"] == value
     registry = orjson.loads((Path(env.paths["data_dir"]) / "workspaces.json").read_bytes())

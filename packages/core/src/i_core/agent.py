@@ -98,7 +98,8 @@ class Agent:
             raise SessionError(f"{self.session.path}: the saved history is invalid: {exc}") from None
         if self.hooks.has("session_load"):
             messages = self.hooks.run("session_load", {"messages": messages, "path": str(self.session.path)}).get(
-                "messages", messages)
+                "messages", messages
+            )
             self._check_hook_history("session_load", messages, "the session was not loaded")
         self.history = list(messages)
 
@@ -108,8 +109,7 @@ class Agent:
             validate_history(messages)
         except HistoryError as exc:
             labels = ", ".join(hook.module or hook.exec.argv[0] for hook in self.hooks.subscribers(event))
-            raise WorkerFailure(f"{event} hook(s) {labels} returned an invalid history: {exc}; {consequence}") \
-                from None
+            raise WorkerFailure(f"{event} hook(s) {labels} returned an invalid history: {exc}; {consequence}") from None
 
     def _system_prompt(self) -> str:
         from .bundled.prompts import DEFAULT_SYSTEM_PROMPT
@@ -128,8 +128,7 @@ class Agent:
         path = str(self.session.path)
         if self.hooks.has("before_save"):
             messages = self.hooks.run("before_save", {"messages": messages, "path": path}).get("messages", messages)
-            self._check_hook_history("before_save", messages,
-                                     "nothing was saved, the last checkpoint is unchanged")
+            self._check_hook_history("before_save", messages, "nothing was saved, the last checkpoint is unchanged")
         validate_history(messages)
         self.session.write(list(messages))
         if self.hooks.has("after_save"):
@@ -152,7 +151,7 @@ class Agent:
         self.stats.turns += 1
         for step in range(self.options.max_steps):
             working = self._before_turn(working)
-            if text is None and step == 0 and not any("_steering" in m for m in working[len(self.history):]):
+            if text is None and step == 0 and not any("_steering" in m for m in working[len(self.history) :]):
                 return ""
             working, sent = self._ensure_budget(working)
             working, sent, reply = self._request(working, sent)
@@ -195,8 +194,9 @@ class Agent:
         appended = [*appended, *_steering_messages(data.get("append"))]
         return [*working, *appended] if appended else working
 
-    def _request(self, working: list[dict[str, Any]], sent: BudgetCheck | None) -> tuple[
-            list[dict[str, Any]], BudgetCheck | None, Any]:
+    def _request(
+        self, working: list[dict[str, Any]], sent: BudgetCheck | None
+    ) -> tuple[list[dict[str, Any]], BudgetCheck | None, Any]:
         """Send ``working``; a "context too long" refusal is recovered once (learn, compact, send anew)."""
         on_text = self._on_text if self.model.stream else None
         self.options.progress("model thinking")
@@ -213,11 +213,14 @@ class Agent:
             return working, sent, self.model.complete(working, self.tool_schemas, on_text=on_text)
         except ContextTooLong as exc:
             self.stats.rejections += 1
-            raise ModelError(f"the model server refused the request as too long again after compaction ({exc}); "
-                             f"the last checkpoint {self.session.path} is unchanged") from None
+            raise ModelError(
+                f"the model server refused the request as too long again after compaction ({exc}); "
+                f"the last checkpoint {self.session.path} is unchanged"
+            ) from None
 
-    def _ensure_budget(self, working: list[dict[str, Any]], *, rejection: dict[str, int | None] | None = None
-                       ) -> tuple[list[dict[str, Any]], BudgetCheck | None]:
+    def _ensure_budget(
+        self, working: list[dict[str, Any]], *, rejection: dict[str, int | None] | None = None
+    ) -> tuple[list[dict[str, Any]], BudgetCheck | None]:
         """The history to send (compacted if needed) and the budget answer of exactly that request."""
         check = self.budget.check(working, self.tool_schemas, rejection=rejection)
         if check is None:
@@ -239,28 +242,43 @@ class Agent:
             return outcome.history, outcome.after
         if verdict.fits and rejection is None:
             return working, check  # over the trigger but still fits: go on, the failure is on record
-        unplanned = (verdict.raw.get("images") or {}).get("unplanned") if isinstance(verdict.raw.get("images"), dict) \
-            else None
+        unplanned = (
+            (verdict.raw.get("images") or {}).get("unplanned") if isinstance(verdict.raw.get("images"), dict) else None
+        )
         if verdict.provisional and rejection is None and outcome.check == "declined" and not unplanned:
             # Nothing of this model's density is known yet (the byte estimate is several times the
             # real count) and there is nothing to compact: let the server count. A refusal is
             # recovered (learned, compacted) once; a compaction that failed still fails the turn.
             self.options.progress("the budget has no usage of this model yet; the server counts this request")
             return working, check
-        what = "the model server refused the request as too long" if rejection is not None else \
-            f"the next request does not fit the context budget ({verdict.explain()})"
+        what = (
+            "the model server refused the request as too long"
+            if rejection is not None
+            else f"the next request does not fit the context budget ({verdict.explain()})"
+        )
         if outcome.check == "declined":
             hint = self._oversize_hint(working, verdict.capacity)
         else:
-            hint = (f"The session on disk ({self.session.path}) is unchanged. `i --runtime compact` tries again; "
-                    "\"mode\": \"local\" in compact.json summarises without a model request.")
+            hint = (
+                f"The session on disk ({self.session.path}) is unchanged. `i --runtime compact` tries again; "
+                '"mode": "local" in compact.json summarises without a model request.'
+            )
         raise BudgetExhausted(f"{what}, and compaction did not help: {outcome.reason}. {hint}")
 
-    def compact(self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *,
-                force: bool = False) -> Outcome:
+    def compact(
+        self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *, force: bool = False
+    ) -> Outcome:
         """One compaction attempt over ``history``; a committed one becomes the session's history."""
-        compactor = Compactor(self.hooks, self.budget, self.model, self.config, self.runtime.workspace,
-                              self.tool_schemas, self.session.meta.get("context_state", {}), self.options.progress)
+        compactor = Compactor(
+            self.hooks,
+            self.budget,
+            self.model,
+            self.config,
+            self.runtime.workspace,
+            self.tool_schemas,
+            self.session.meta.get("context_state", {}),
+            self.options.progress,
+        )
         self.stats.compact_attempts += 1
         outcome = compactor.run(history, check, force=force)
         if outcome.committed:
@@ -282,16 +300,24 @@ class Agent:
 
     def _oversize_hint(self, working: list[dict[str, Any]], capacity: int | None) -> str:
         """Which message makes the newest request too big, and how to continue."""
-        newest = max((index for index, message in enumerate(working)
-                      if message.get("role") == "user" and index > 0 and "_compaction" not in message), default=0)
+        newest = max(
+            (
+                index
+                for index, message in enumerate(working)
+                if message.get("role") == "user" and index > 0 and "_compaction" not in message
+            ),
+            default=0,
+        )
         sizes = [(_size(message), index) for index, message in enumerate(working[newest:], start=newest)]
         total = sum(size for size, _index in sizes)
         biggest, where = max(sizes) if sizes else (0, newest)
         room = f"the input capacity is {capacity} tokens" if capacity is not None else "the capacity is unknown"
-        return (f"The newest request (history[{newest}:], {len(sizes)} message(s), {total} bytes) must stay whole; its "
-                f"largest message is history[{where}] ({working[where].get('role')}, {biggest} bytes) and {room}. "
-                f"The session on disk ({self.session.path}) is unchanged: send a shorter request, raise "
-                "budget.context_window if the model allows more, or continue in a new session.")
+        return (
+            f"The newest request (history[{newest}:], {len(sizes)} message(s), {total} bytes) must stay whole; its "
+            f"largest message is history[{where}] ({working[where].get('role')}, {biggest} bytes) and {room}. "
+            f"The session on disk ({self.session.path}) is unchanged: send a shorter request, raise "
+            "budget.context_window if the model allows more, or continue in a new session."
+        )
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -317,8 +343,10 @@ class Agent:
                 except ToolError as exc:
                     problem = str(exc)
                 if attached + len(parts) > MAX_IMAGES_PER_BATCH:
-                    problem = (f"{len(parts)} images, over the limit of {MAX_IMAGES_PER_BATCH} per batch "
-                               f"({attached} already attached); they were dropped")
+                    problem = (
+                        f"{len(parts)} images, over the limit of {MAX_IMAGES_PER_BATCH} per batch "
+                        f"({attached} already attached); they were dropped"
+                    )
                     parts = []
             if problem is not None:
                 name = call["function"]["name"]
@@ -378,8 +406,9 @@ class Agent:
         except WorkerFailure as exc:
             return self._after_tool(call, name, f"error: {exc}", [], True)
 
-    def _approve(self, name: str, arguments: dict[str, Any], external: bool, default: str, summary: str,
-                 prepared: Any = None) -> str | None:
+    def _approve(
+        self, name: str, arguments: dict[str, Any], external: bool, default: str, summary: str, prepared: Any = None
+    ) -> str | None:
         """The approval gate; returns None to run, or the refusal the model gets.
 
         The user's "deny for this session" refuses at once; "allow for this session" only turns
@@ -393,21 +422,25 @@ class Agent:
         decision = default
         if self.hooks.has("tool_approval"):
             try:
-                answer = self.hooks.run("tool_approval", {"name": name, "arguments": arguments, "external": external,
-                                                          "decision": default})
+                answer = self.hooks.run(
+                    "tool_approval", {"name": name, "arguments": arguments, "external": external, "decision": default}
+                )
                 decision = answer.get("decision")
             except WorkerFailure as exc:
                 return f"denied: the approval policy failed ({exc}); nothing was run"
             if decision not in _DECISIONS:
-                return (f"denied: the approval policy answered {decision!r}, which is not allow/ask/deny; "
-                        "nothing was run")
+                return (
+                    f"denied: the approval policy answered {decision!r}, which is not allow/ask/deny; nothing was run"
+                )
         if decision == "allow":
             return None
         if decision == "deny":
             return f"denied by the approval policy: {name} was not run"
         if self.options.ask is None:
-            return (f"not run: {name} needs the user's approval and this run is non-interactive; the user can "
-                    "rerun with --yolo or allow the tool in approval.json")
+            return (
+                f"not run: {name} needs the user's approval and this run is non-interactive; the user can "
+                "rerun with --yolo or allow the tool in approval.json"
+            )
         detail = None
         if self.options.preview is not None and prepared is not None:
             detail = self.options.preview(prepared)
@@ -418,11 +451,13 @@ class Agent:
             return None
         return f"the user declined {name}; it was not run"
 
-    def _after_tool(self, call: dict[str, Any], name: str, output: str, images: list[dict[str, Any]],
-                    is_error: bool) -> tuple[str, list[dict[str, Any]]]:
+    def _after_tool(
+        self, call: dict[str, Any], name: str, output: str, images: list[dict[str, Any]], is_error: bool
+    ) -> tuple[str, list[dict[str, Any]]]:
         if self.hooks.has("after_tool"):
-            data = self.hooks.run("after_tool", {"name": name, "id": call["id"], "output": output, "images": images,
-                                                 "is_error": is_error})
+            data = self.hooks.run(
+                "after_tool", {"name": name, "id": call["id"], "output": output, "images": images, "is_error": is_error}
+            )
             output = data.get("output", output)
             images = data.get("images", images) or []
             if not isinstance(output, str):
@@ -455,8 +490,13 @@ def _steering_messages(value: object) -> list[dict[str, Any]]:
         raise WorkerFailure("before_turn returned append that is not a list of user messages")
     messages = []
     for item in value:
-        if not (isinstance(item, dict) and item.get("role") == "user" and isinstance(item.get("content"), str)
-                and item["content"].strip() and isinstance(item.get("_steering"), str)):
+        if not (
+            isinstance(item, dict)
+            and item.get("role") == "user"
+            and isinstance(item.get("content"), str)
+            and item["content"].strip()
+            and isinstance(item.get("_steering"), str)
+        ):
             raise WorkerFailure("before_turn's append must hold user messages with text content and a _steering id")
         messages.append({"role": "user", "content": item["content"], "_steering": item["_steering"]})
     return messages

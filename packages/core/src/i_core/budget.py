@@ -40,9 +40,16 @@ class Budget:
         """True when a budget worker is subscribed."""
         return self.hooks.has("context_budget")
 
-    def check(self, history: list[dict[str, Any]], tools: list[dict[str, Any]], *, pending_tool_calls: int = 0,
-              compact: bool | None = None, force: bool = False,
-              rejection: dict[str, int | None] | None = None) -> BudgetCheck | None:
+    def check(
+        self,
+        history: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        pending_tool_calls: int = 0,
+        compact: bool | None = None,
+        force: bool = False,
+        rejection: dict[str, int | None] | None = None,
+    ) -> BudgetCheck | None:
         """The budget worker's answer for ``history`` (None when no budget worker runs).
 
         ``compact`` tells the worker whether a compactor could act on its recommendation
@@ -85,14 +92,19 @@ class Budget:
         valid usage, the old anchor is dropped so nothing stale is trusted.
         """
         template = sent.verdict.raw.get("anchor") if sent is not None else None
-        valid = usage and all(isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)
-                              for k in ("input_tokens", "output_tokens"))
+        valid = usage and all(
+            isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool)
+            for k in ("input_tokens", "output_tokens")
+        )
         if not isinstance(template, dict) or not valid:
             self.meta.pop("usage_anchor", None)
             return
         assert usage is not None
-        self.meta["usage_anchor"] = {**template, "input_tokens": usage["input_tokens"],
-                                     "output_tokens": usage["output_tokens"]}
+        self.meta["usage_anchor"] = {
+            **template,
+            "input_tokens": usage["input_tokens"],
+            "output_tokens": usage["output_tokens"],
+        }
 
 
 def tool_output_limit(check: BudgetCheck | None, default_bytes: int) -> int:

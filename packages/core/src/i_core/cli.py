@@ -95,12 +95,14 @@ def cmd_paths(args: argparse.Namespace) -> int:
     from i_protocol.workspace import workspace_state_dir
 
     paths, workspace, workspace_id = _workspace(args.C)
-    _print_json({
-        **paths.as_dict(),
-        "workspace": workspace,
-        "workspace_id": workspace_id,
-        "state_dir": str(workspace_state_dir(workspace_id, paths.data_dir)),
-    })
+    _print_json(
+        {
+            **paths.as_dict(),
+            "workspace": workspace,
+            "workspace_id": workspace_id,
+            "state_dir": str(workspace_state_dir(workspace_id, paths.data_dir)),
+        }
+    )
     return 0
 
 
@@ -161,12 +163,25 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
     paths, workspace, workspace_id = _workspace(args.C)
     state_dir = workspace_state_dir(workspace_id, paths.data_dir)
-    infos = [session_info(path, workspace, workspace_id) for path in session_files(session_folders(workspace,
-                                                                                                 state_dir))]
+    infos = [
+        session_info(path, workspace, workspace_id) for path in session_files(session_folders(workspace, state_dir))
+    ]
     if args.json:
-        _print_json([{"name": i.name, "path": str(i.path), "updated": time.strftime(
-            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(i.updated)), "messages": i.messages, "bytes": i.size,
-            "compactions": i.compactions, "precompact_backup": i.precompact, "problem": i.problem} for i in infos])
+        _print_json(
+            [
+                {
+                    "name": i.name,
+                    "path": str(i.path),
+                    "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(i.updated)),
+                    "messages": i.messages,
+                    "bytes": i.size,
+                    "compactions": i.compactions,
+                    "precompact_backup": i.precompact,
+                    "problem": i.problem,
+                }
+                for i in infos
+            ]
+        )
         return 0
     if not infos:
         print(f"no sessions in {workspace} (looked in {', '.join(map(str, session_folders(workspace, state_dir)))})")
@@ -176,9 +191,16 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         compactions = str(info.compactions) + (" +backup" if info.precompact else "")
         where = "named" if info.path.parent == session_folders(workspace, state_dir)[0] else "default"
         note = f"({info.problem})" if info.problem else where
-        rows.append((info.name, time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated)),
-                     str(info.messages) if info.problem is None else "-", _size(info.size),
-                     compactions if info.problem is None else "-", note))
+        rows.append(
+            (
+                info.name,
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated)),
+                str(info.messages) if info.problem is None else "-",
+                _size(info.size),
+                compactions if info.problem is None else "-",
+                note,
+            )
+        )
     widths = [max(len(row[c]) for row in rows) for c in range(5)]
     for row in rows:
         print("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:5])) + "  " + row[5])
@@ -214,9 +236,12 @@ def _runtime_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="i --runtime", description="Runtime commands of i.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     init = sub.add_parser("init", help="create the default configuration files (never overwrites)")
-    init.add_argument("--base-url", metavar="URL",
-                      help="the model server's API root for config.json (default: http://127.0.0.1:8080/v1); "
-                           "init asks it once for its context size")
+    init.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the model server's API root for config.json (default: http://127.0.0.1:8080/v1); "
+        "init asks it once for its context size",
+    )
     init.add_argument("--model", metavar="NAME", help="the model name for config.json (default: gpt-4o-mini)")
     init.set_defaults(func=cmd_init)
     manifest = sub.add_parser("manifest", help="print the manifest of a profile, bindings applied")
@@ -237,8 +262,9 @@ def _runtime_parser() -> argparse.ArgumentParser:
     which.add_argument("--session", metavar="FILE")
     which.add_argument("--session-name", metavar="NAME")
     compact.set_defaults(func=cmd_compact)
-    sessions = sub.add_parser("sessions",
-                              help="list the project's sessions, most recent first (i --continue takes the first)")
+    sessions = sub.add_parser(
+        "sessions", help="list the project's sessions, most recent first (i --continue takes the first)"
+    )
     sessions.add_argument("-C", default=".", metavar="PROJECT", help="the project folder (default: .)")
     sessions.add_argument("--json", action="store_true", help="machine-readable output")
     sessions.set_defaults(func=cmd_sessions)
@@ -282,8 +308,11 @@ def describe_failure(exc: BaseException) -> tuple[str, int]:
 
     if isinstance(exc, HistoryError):
         # The core builds valid histories; an invalid one came from a hook (before_save, after_tool, ...).
-        return (f"a hook returned an invalid history: {_one_line(exc)} (nothing was saved: the last checkpoint "
-                "is unchanged)", EXIT_WORKER)
+        return (
+            f"a hook returned an invalid history: {_one_line(exc)} (nothing was saved: the last checkpoint "
+            "is unchanged)",
+            EXIT_WORKER,
+        )
     if isinstance(exc, CoreError) and exc.exit_code != EXIT_FAILURE:
         return str(exc), exc.exit_code
     if isinstance(exc, ProtocolError):

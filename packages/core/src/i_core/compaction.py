@@ -90,8 +90,9 @@ def _retained_images(prepared: dict[str, Any]) -> list[dict[str, Any]]:
     try:
         return tool_images(images)  # image parts only, rebuilt to hold nothing but their checked URL
     except ToolError as exc:
-        raise CompactionError("invalid_candidate", f"before_compact retained_images are invalid: it returned "
-                                                   f"{exc}") from None
+        raise CompactionError(
+            "invalid_candidate", f"before_compact retained_images are invalid: it returned {exc}"
+        ) from None
 
 
 def render_transcript(messages: list[dict[str, Any]]) -> str:
@@ -111,8 +112,9 @@ def render_transcript(messages: list[dict[str, Any]]) -> str:
     return f"{TRANSCRIPT_INTRO}\n<untrusted_transcript>\n{body}\n</untrusted_transcript>"
 
 
-def summary_request(prompt: str, messages: list[dict[str, Any]], summary_so_far: str | None,
-                    images: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def summary_request(
+    prompt: str, messages: list[dict[str, Any]], summary_so_far: str | None, images: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """One summary request: the compactor's prompt, the summary so far, the untrusted transcript."""
     text = render_transcript(messages)
     if summary_so_far:
@@ -134,8 +136,7 @@ class Compactor:
     context_state: dict[str, Any]
     progress: Callable[[str], None] = lambda _message: None
 
-    def run(self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *,
-            force: bool = False) -> Outcome:
+    def run(self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *, force: bool = False) -> Outcome:
         """Try to compact ``history``; never raises for a declined or failed attempt."""
         outcome = Outcome(committed=False, history=history)
         try:
@@ -144,8 +145,9 @@ class Compactor:
                 check = self.budget.check(history, self.tools, force=force)
             before = check.verdict.comparable_estimate if check is not None else None
             if check is None or before is None:
-                raise CompactionError("no_budget", "no comparable pre-compaction estimate (is the budget module "
-                                                   "enabled?)")
+                raise CompactionError(
+                    "no_budget", "no comparable pre-compaction estimate (is the budget module enabled?)"
+                )
             outcome.comparable_before = before
             return self._attempt(history, check, force, outcome)
         except CompactionError as exc:
@@ -160,17 +162,23 @@ class Compactor:
         if not self.hooks.has("after_compact_commit") or outcome.check == "no_budget":
             return None
         try:
-            self.hooks.run("after_compact_commit", {
-                "committed": outcome.committed, "reason": outcome.reason, "check": outcome.check,
-                "cut": outcome.cut, "comparable_before": outcome.comparable_before,
-                "comparable_after": outcome.comparable_after, "state": outcome.state,
-            })
+            self.hooks.run(
+                "after_compact_commit",
+                {
+                    "committed": outcome.committed,
+                    "reason": outcome.reason,
+                    "check": outcome.check,
+                    "cut": outcome.cut,
+                    "comparable_before": outcome.comparable_before,
+                    "comparable_after": outcome.comparable_after,
+                    "state": outcome.state,
+                },
+            )
         except WorkerFailure as exc:
             return f"compaction diagnostics were not recorded: {exc}"
         return None
 
-    def _attempt(self, history: list[dict[str, Any]], check: BudgetCheck, force: bool,
-                 outcome: Outcome) -> Outcome:
+    def _attempt(self, history: list[dict[str, Any]], check: BudgetCheck, force: bool, outcome: Outcome) -> Outcome:
         # 1-2: plan. The core resets cut so that nothing can inherit one from the budget provider.
         plan_data = {**check.output, "history": history, "cut": None, "force": force}
         plan = self.hooks.run("compact_plan", plan_data)
@@ -187,8 +195,10 @@ class Compactor:
                 return replace(outcome, check="declined", reason=reason)
             self._check_cut(history, cut)
             if previous is not None and cut <= previous:
-                raise CompactionError("candidate_over_budget", f"the candidate at cut {previous} did not fit and "
-                                                               f"compact_plan's second cut {cut} is not later")
+                raise CompactionError(
+                    "candidate_over_budget",
+                    f"the candidate at cut {previous} did not fit and compact_plan's second cut {cut} is not later",
+                )
             candidate, summary = self._candidate(history, cut, state, outcome)
             after = self.budget.check(candidate, self.tools)
             assert after is not None  # the budget module answered the first check
@@ -196,40 +206,67 @@ class Compactor:
             if after.verdict.fits:
                 break
             if previous is not None:
-                raise CompactionError("candidate_over_budget", "the compacted history does not fit the context "
-                                                               f"budget, even cut later: {after.verdict.explain()}")
+                raise CompactionError(
+                    "candidate_over_budget",
+                    f"the compacted history does not fit the context budget, even cut later: {after.verdict.explain()}",
+                )
             # One more plan, told that this cut was too early; never more than once.
             previous = cut
-            plan = self.hooks.run("compact_plan", {**plan_data, "state": outcome.state,
-                                                   "previous_attempt": {"cut": cut, "reason": "candidate_over_budget"}})
+            plan = self.hooks.run(
+                "compact_plan",
+                {
+                    **plan_data,
+                    "state": outcome.state,
+                    "previous_attempt": {"cut": cut, "reason": "candidate_over_budget"},
+                },
+            )
         self._check_reduction(check, after)
-        return replace(outcome, committed=True, history=candidate, summary=summary, after=after,
-                       reason=f"comparable estimate {outcome.comparable_before} -> {outcome.comparable_after}")
+        return replace(
+            outcome,
+            committed=True,
+            history=candidate,
+            summary=summary,
+            after=after,
+            reason=f"comparable estimate {outcome.comparable_before} -> {outcome.comparable_after}",
+        )
 
     def _check_cut(self, history: list[dict[str, Any]], cut: object) -> None:
         # 3: the cut must leave a summarisable prefix and start the suffix at a user/assistant message.
         if isinstance(cut, bool) or not isinstance(cut, int) or not 2 <= cut < len(history):
-            raise CompactionError("invalid_cut", f"compact_plan returned an invalid cut {cut!r} "
-                                                 f"(need 2 <= cut < {len(history)})")
+            raise CompactionError(
+                "invalid_cut", f"compact_plan returned an invalid cut {cut!r} (need 2 <= cut < {len(history)})"
+            )
         if history[cut].get("role") not in ("user", "assistant"):
-            raise CompactionError("invalid_cut", f"compact_plan cut at index {cut} is a "
-                                                 f"{history[cut].get('role')!r} message, inside a tool batch; it must "
-                                                 "be a user or assistant message")
+            raise CompactionError(
+                "invalid_cut",
+                f"compact_plan cut at index {cut} is a "
+                f"{history[cut].get('role')!r} message, inside a tool batch; it must "
+                "be a user or assistant message",
+            )
 
-    def _candidate(self, history: list[dict[str, Any]], cut: int, state: dict[str, Any],
-                   outcome: Outcome) -> tuple[list[dict[str, Any]], str]:
+    def _candidate(
+        self, history: list[dict[str, Any]], cut: int, state: dict[str, Any], outcome: Outcome
+    ) -> tuple[list[dict[str, Any]], str]:
         # 4: prepare — a local summary, or prompts and transcripts for model summary requests.
-        prepared = self.hooks.run("before_compact", {
-            "messages": history[1:cut], "cut": cut, "state": state, "model": self.config.model,
-            "budget": self.config.budget, "workspace": self.workspace,
-        })
+        prepared = self.hooks.run(
+            "before_compact",
+            {
+                "messages": history[1:cut],
+                "cut": cut,
+                "state": state,
+                "model": self.config.model,
+                "budget": self.config.budget,
+                "workspace": self.workspace,
+            },
+        )
         state = prepared.get("state") if isinstance(prepared.get("state"), dict) else state
         retained = _retained_images(prepared)
         if "summary" in prepared:
             summary = prepared["summary"]
             if not isinstance(summary, str) or not summary.strip():
-                raise CompactionError("summary_reply_invalid", "before_compact returned an empty or non-text local "
-                                                               "summary")
+                raise CompactionError(
+                    "summary_reply_invalid", "before_compact returned an empty or non-text local summary"
+                )
         else:
             summary = self._model_summary(prepared)
         # 5: post-process; after_compact may ask for further requests (bounded rounds).
@@ -257,15 +294,18 @@ class Compactor:
             if request is None:
                 text = final.get("summary")
                 if not isinstance(text, str) or not text.strip():
-                    raise CompactionError("summary_reply_invalid", "after_compact returned an empty or non-text "
-                                                                   "summary")
+                    raise CompactionError(
+                        "summary_reply_invalid", "after_compact returned an empty or non-text summary"
+                    )
                 return text, state
             if round_number == MAX_AFTER_COMPACT_ROUNDS:
                 break
             prompt, messages = self._prepared_request(request, "after_compact request")
             summary = self._send(summary_request(prompt, messages, summary), f"revision {round_number}")
-        raise CompactionError("rounds_exceeded", f"after_compact asked for more than {MAX_AFTER_COMPACT_ROUNDS - 1} "
-                                                 "further summary requests")
+        raise CompactionError(
+            "rounds_exceeded",
+            f"after_compact asked for more than {MAX_AFTER_COMPACT_ROUNDS - 1} further summary requests",
+        )
 
     def _model_summary(self, prepared: dict[str, Any]) -> str:
         chunks = prepared.get("chunks")
@@ -277,8 +317,9 @@ class Compactor:
             prompt, messages = self._prepared_request(prepared, "before_compact")
             return self._send(summary_request(prompt, messages, None, images), "summary", cap)
         if not isinstance(chunks, list) or not chunks or len(chunks) > MAX_CHUNKS:
-            raise CompactionError("summary_reply_invalid", f"before_compact chunks must be a list of 1 to "
-                                                           f"{MAX_CHUNKS} prepared requests")
+            raise CompactionError(
+                "summary_reply_invalid", f"before_compact chunks must be a list of 1 to {MAX_CHUNKS} prepared requests"
+            )
         summary: str | None = None
         for index, chunk in enumerate(chunks):
             prompt, messages = self._prepared_request(chunk, f"before_compact chunks[{index}]")
@@ -291,8 +332,9 @@ class Compactor:
         prompt = prepared.get("prompt") if isinstance(prepared, dict) else None
         messages = prepared.get("messages") if isinstance(prepared, dict) else None
         if not isinstance(prompt, str) or not prompt.strip() or not isinstance(messages, list):
-            raise CompactionError("summary_reply_invalid", f"{where} returned neither a local summary nor a prompt "
-                                                           "with messages")
+            raise CompactionError(
+                "summary_reply_invalid", f"{where} returned neither a local summary nor a prompt with messages"
+            )
         return prompt, messages
 
     def _summary_cap(self, prepared: dict[str, Any]) -> int | None:
@@ -301,24 +343,30 @@ class Compactor:
         if cap is None:
             return None
         if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-            raise CompactionError("summary_reply_invalid", f"before_compact max_tokens must be a positive integer, "
-                                                           f"got {cap!r}")
+            raise CompactionError(
+                "summary_reply_invalid", f"before_compact max_tokens must be a positive integer, got {cap!r}"
+            )
         return min(cap, self.config.max_tokens)
 
     def _send(self, request: list[dict[str, Any]], what: str, max_tokens: int | None = None) -> str:
         # Each summary request must fit too, counted without the (unused) tool schemas.
         check = self.budget.check(request, [], compact=False)
         if check is not None and not check.verdict.fits:
-            raise CompactionError("summary_request_over_budget", f"the summary request ({what}) does not fit the "
-                                                                 f"context budget: {check.verdict.explain()}")
+            raise CompactionError(
+                "summary_request_over_budget",
+                f"the summary request ({what}) does not fit the context budget: {check.verdict.explain()}",
+            )
         self.progress(f"summarising earlier conversation ({what})")
         reply = self.model.complete(request, [], max_tokens=max_tokens)
         if reply.message.get("tool_calls"):
-            raise CompactionError("summary_reply_invalid", "the summary reply asked for tool calls; summaries must "
-                                                           "be plain text")
+            raise CompactionError(
+                "summary_reply_invalid", "the summary reply asked for tool calls; summaries must be plain text"
+            )
         if reply.finish_reason != "stop":
-            raise CompactionError("summary_reply_invalid", f"the summary reply did not finish normally (finish "
-                                                           f"reason {reply.finish_reason!r})")
+            raise CompactionError(
+                "summary_reply_invalid",
+                f"the summary reply did not finish normally (finish reason {reply.finish_reason!r})",
+            )
         text = reply.message.get("content")
         if not isinstance(text, str) or not text.strip():
             raise CompactionError("summary_reply_invalid", "the summary reply was empty")
@@ -329,14 +377,24 @@ class Compactor:
         if now.comparable_estimate is None or before.comparable_estimate is None:
             raise CompactionError("not_reducing", "the budget gave no comparable estimate for the compacted history")
         if now.comparable_estimate >= before.comparable_estimate:
-            raise CompactionError("not_reducing", f"the compacted history is not smaller (comparable estimate "
-                                                  f"{now.comparable_estimate} >= {before.comparable_estimate})")
+            raise CompactionError(
+                "not_reducing",
+                f"the compacted history is not smaller (comparable estimate "
+                f"{now.comparable_estimate} >= {before.comparable_estimate})",
+            )
         # Seed 001 §7: a byte reduction may not pass for a token reduction. With real usage behind
         # the original, the candidate's conservative estimate must be below it too.
-        if before.anchored and before.estimate is not None and now.estimate is not None \
-                and now.estimate >= before.estimate:
-            raise CompactionError("not_reducing", f"the compacted history is not smaller in tokens (estimate "
-                                                  f"{now.estimate} >= the anchored {before.estimate})")
+        if (
+            before.anchored
+            and before.estimate is not None
+            and now.estimate is not None
+            and now.estimate >= before.estimate
+        ):
+            raise CompactionError(
+                "not_reducing",
+                f"the compacted history is not smaller in tokens (estimate "
+                f"{now.estimate} >= the anchored {before.estimate})",
+            )
 
 
 def _check_frame_size(history: list[dict[str, Any]]) -> None:
@@ -348,10 +406,13 @@ def _check_frame_size(history: list[dict[str, Any]]) -> None:
     except TypeError:  # a lone surrogate (kept losslessly in sessions): measure it the slow way
         size = len(repr(history).encode("utf-8", "surrogatepass"))
     if size + FRAME_HEADROOM > MAX_FRAME_BYTES:
-        raise CompactionError("too_large", f"the history is {size / 2**20:.1f} MiB, more than the "
-                                           f"{MAX_FRAME_BYTES // 2**20} MiB frame every compaction hook must "
-                                           "receive it in; it cannot be compacted. Start a new session (the "
-                                           "session file and its backups stay as they are)")
+        raise CompactionError(
+            "too_large",
+            f"the history is {size / 2**20:.1f} MiB, more than the "
+            f"{MAX_FRAME_BYTES // 2**20} MiB frame every compaction hook must "
+            "receive it in; it cannot be compacted. Start a new session (the "
+            "session file and its backups stay as they are)",
+        )
 
 
 def describe(outcome: Outcome) -> str:

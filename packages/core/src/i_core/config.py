@@ -24,22 +24,65 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 # Credential-looking names, compared after lowercasing and dropping "-" and "_": an exact match, or
 # a name ending in one of the suffixes (``openai_api_key``, ``x-api-key``, ``github_token``,
 # ``client_secret``). ``max_tokens``, ``tokenizer``, ``prompt_cache_key`` and ``stop_token_ids`` pass.
-_SECRET_NAMES = frozenset({
-    "apikey", "key", "token", "accesstoken", "secret", "password", "passwd", "passphrase", "authorization",
-    "auth", "bearer", "credential", "credentials", "cookie", "privatekey", "sessionid",
-})
-_SECRET_SUFFIXES = ("apikey", "token", "secret", "password", "passwd", "authorization", "credentials",
-                    "privatekey", "bearer")
+_SECRET_NAMES = frozenset(
+    {
+        "apikey",
+        "key",
+        "token",
+        "accesstoken",
+        "secret",
+        "password",
+        "passwd",
+        "passphrase",
+        "authorization",
+        "auth",
+        "bearer",
+        "credential",
+        "credentials",
+        "cookie",
+        "privatekey",
+        "sessionid",
+    }
+)
+_SECRET_SUFFIXES = (
+    "apikey",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "authorization",
+    "credentials",
+    "privatekey",
+    "bearer",
+)
 # A URL's query carries credentials under a few more names: signed URLs (``sig``, ``signature``,
 # ``X-Amz-Signature``, ``X-Goog-Signature``) and OAuth codes.
-_SECRET_QUERY_NAMES = _SECRET_NAMES | {"sig", "signature", "code", "xamzsignature", "xgoogsignature",
-                                       "xamzcredential", "xamzsecuritytoken"}
+_SECRET_QUERY_NAMES = _SECRET_NAMES | {
+    "sig",
+    "signature",
+    "code",
+    "xamzsignature",
+    "xgoogsignature",
+    "xamzcredential",
+    "xamzsecuritytoken",
+}
 _SECRET_QUERY_SUFFIXES = (*_SECRET_SUFFIXES, "signature")
-_NO_CREDENTIALS = ("never store credentials in the config; put the key in an environment variable and name it "
-                   "in api_key_env")
+_NO_CREDENTIALS = (
+    "never store credentials in the config; put the key in an environment variable and name it in api_key_env"
+)
 _TOP_FIELDS = {
-    "protocol", "base_url", "model", "api_key_env", "max_tokens", "use_max_tokens", "io_limit_bytes", "budget",
-    "extra_body", "stream", "timeout", "retries",
+    "protocol",
+    "base_url",
+    "model",
+    "api_key_env",
+    "max_tokens",
+    "use_max_tokens",
+    "io_limit_bytes",
+    "budget",
+    "extra_body",
+    "stream",
+    "timeout",
+    "retries",
 }
 
 
@@ -131,7 +174,8 @@ def _refuse_credentials(raw: dict[str, Any], source: str) -> None:
                 if looks_like_credential(key, query=True):
                     raise ConfigError(
                         f"{source}: base_url has a query parameter {key!r} that looks like a credential: "
-                        f"{_NO_CREDENTIALS}")
+                        f"{_NO_CREDENTIALS}"
+                    )
 
 
 def _int(raw: dict[str, Any], key: str, where: str, low: int, high: int, default: int | None) -> int:
@@ -167,7 +211,8 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
     parts = urlsplit(base_url) if isinstance(base_url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
-            f"{source}: base_url must be an http(s) URL such as http://127.0.0.1:8080/v1, got {base_url!r}")
+            f"{source}: base_url must be an http(s) URL such as http://127.0.0.1:8080/v1, got {base_url!r}"
+        )
     if parts.username or parts.password:
         raise ConfigError(f"{source}: base_url must not contain credentials: {_NO_CREDENTIALS}")
     model = raw.get("model")
@@ -195,10 +240,19 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
         raise ConfigError(f"{source}: timeout must be a number of seconds between 1 and 3600")
     retries = _int(raw, "retries", source, 0, 10, 3)
     return ApiConfig(
-        protocol=protocol, base_url=base_url.rstrip("/"), model=model, api_key_env=api_key_env,
-        max_tokens=max_tokens, use_max_tokens=use_max_tokens, io_limit_bytes=io_limit,
-        budget=_budget(raw.get("budget"), source), extra_body=extra_body, stream=stream,
-        timeout=float(timeout), retries=retries, source=source,
+        protocol=protocol,
+        base_url=base_url.rstrip("/"),
+        model=model,
+        api_key_env=api_key_env,
+        max_tokens=max_tokens,
+        use_max_tokens=use_max_tokens,
+        io_limit_bytes=io_limit,
+        budget=_budget(raw.get("budget"), source),
+        extra_body=extra_body,
+        stream=stream,
+        timeout=float(timeout),
+        retries=retries,
+        source=source,
     )
 
 
@@ -207,7 +261,9 @@ def load_api_config(path: Path) -> ApiConfig:
     if not path.exists():
         blocker = blocking_file(path.parent)
         if blocker is not None:
-            raise ConfigError(f"{path}: cannot read the API config: {blocker} is a file, not a folder "
-                              "(check I_CONFIG_DIR or --config)")
+            raise ConfigError(
+                f"{path}: cannot read the API config: {blocker} is a file, not a folder "
+                "(check I_CONFIG_DIR or --config)"
+            )
         raise ConfigError(f"{path}: config.json does not exist; run `i --runtime init` and point it at a model")
     return parse_api_config(read_json_object(path, what="API config"), str(path))

@@ -24,7 +24,8 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="i", description="i: an agent runtime for the terminal.",
+        prog="i",
+        description="i: an agent runtime for the terminal.",
         epilog="Runtime commands: i --runtime {init,manifest,paths,hook,compact,sessions,cache-report,worker} --help",
     )
     parser.add_argument("task", nargs="*", help="the task; without it, a console (TTY) or one request per stdin line")
@@ -34,14 +35,27 @@ def _parser() -> argparse.ArgumentParser:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--session", metavar="FILE", help="session file to continue or create")
     group.add_argument("--session-name", metavar="NAME", help="session in the project's .i/sessions/NAME.json")
-    group.add_argument("--continue", "-c", dest="continue_", action="store_true",
-                       help="continue the project's most recently saved session")
-    parser.add_argument("--yolo", "--dangerously-skip-permissions", dest="yolo", action="store_true",
-                        help="run every tool without asking (the approval policy can still deny)")
+    group.add_argument(
+        "--continue",
+        "-c",
+        dest="continue_",
+        action="store_true",
+        help="continue the project's most recently saved session",
+    )
+    parser.add_argument(
+        "--yolo",
+        "--dangerously-skip-permissions",
+        dest="yolo",
+        action="store_true",
+        help="run every tool without asking (the approval policy can still deny)",
+    )
     parser.add_argument("--no-stream", action="store_true", help="wait for whole replies instead of streaming")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
-    parser.add_argument("--json", action="store_true",
-                        help="with a task: print one JSON object (answer, usage, tool calls, session, exit) on stdout")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="with a task: print one JSON object (answer, usage, tool calls, session, exit) on stdout",
+    )
     return parser
 
 
@@ -181,11 +195,13 @@ def change_preview(prepared: object, limit: int = MAX_PREVIEW_LINES) -> str | No
         new = str(arguments.get("content", ""))
     else:
         old_string, new_string = str(arguments.get("old_string", "")), str(arguments.get("new_string", ""))
-        new = old.replace(old_string, new_string) if arguments.get("replace_all") else \
-            old.replace(old_string, new_string, 1)
+        new = (
+            old.replace(old_string, new_string)
+            if arguments.get("replace_all")
+            else old.replace(old_string, new_string, 1)
+        )
     shown = str(arguments.get("path", path))
-    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{shown}", f"b/{shown}",
-                                      lineterm="", n=3))
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{shown}", f"b/{shown}", lineterm="", n=3))
     if not lines:
         return "(no change to the text)"
     if len(lines) > limit:
@@ -209,8 +225,7 @@ def _ask_on_tty(screen: Screen, reader: _LineQueue | None = None) -> Callable[..
         try:
             if detail:
                 screen.note(detail)
-            screen.note(f"[i] allow {summary}? [y]es / [N]o / [a]lways this session / [d]eny this session: ",
-                        end="")
+            screen.note(f"[i] allow {summary}? [y]es / [N]o / [a]lways this session / [d]eny this session: ", end="")
             answer = sys.stdin.readline().strip().lower()
         finally:
             if reader is not None:
@@ -297,6 +312,7 @@ class _LineQueue:
         text, self._buffer = self._buffer.decode("utf-8", "replace"), b""
         return text.strip()
 
+
 def _session_path(args: argparse.Namespace, workspace: str, state_dir: Path) -> Path:
     from .session import session_path_for_name
 
@@ -313,8 +329,10 @@ def _continue_path(workspace: str, workspace_id: str, state_dir: Path) -> Path:
 
     path = latest_session(workspace, workspace_id, state_dir)
     if path is None:
-        raise ConfigError(f"--continue: {workspace} has no saved session of this workspace to continue "
-                          "(`i --runtime sessions` lists them)")
+        raise ConfigError(
+            f"--continue: {workspace} has no saved session of this workspace to continue "
+            "(`i --runtime sessions` lists them)"
+        )
     return path
 
 
@@ -335,7 +353,7 @@ def run_console(argv: list[str]) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.json and not args.task:
-        parser.error("--json needs a task: i \"task\" --json")
+        parser.error('--json needs a task: i "task" --json')
     paths = paths_from_env()
     config_path = Path(args.config) if args.config else Path(paths.config_dir) / "config.json"
     config = load_api_config(config_path)
@@ -344,7 +362,8 @@ def run_console(argv: list[str]) -> int:
 
         if (urlsplit(config.base_url).hostname or "") not in _LOOPBACK:
             raise ConfigError(
-                f"{config.source}: the environment variable {config.api_key_env} (api_key_env) is not set")
+                f"{config.source}: the environment variable {config.api_key_env} (api_key_env) is not set"
+            )
     manifest = Path(args.manifest) if args.manifest else None
     interactive = not args.task and sys.stdin.isatty() and sys.stderr.isatty()
     runtime = Runtime(args.workspace, manifest_path=manifest, io_limit_bytes=config.io_limit_bytes, paths=paths)
@@ -356,21 +375,30 @@ def run_console(argv: list[str]) -> int:
     reader = None
     if interactive:
         # The console's steering worker: profiles do not remove it, bindings.json may replace it.
-        queue = session_file.expanduser().absolute().with_name(session_file.name.removesuffix(".json") +
-                                                              ".queue.jsonl")
+        queue = session_file.expanduser().absolute().with_name(session_file.name.removesuffix(".json") + ".queue.jsonl")
         runtime.manifest = with_steering(runtime.manifest, runtime.config_dir, queue)
-        runtime.hooks = HookRunner(runtime.manifest, runtime.pool,
-                                   {"workspace": runtime.workspace, "workspace_id": runtime.workspace_id})
+        runtime.hooks = HookRunner(
+            runtime.manifest, runtime.pool, {"workspace": runtime.workspace, "workspace_id": runtime.workspace_id}
+        )
         reader = _LineQueue(queue, screen)
     with runtime:
-        session = open_session(session_file, runtime.workspace, runtime.workspace_id,
-                               private=not (args.session or args.session_name or args.continue_))
+        session = open_session(
+            session_file,
+            runtime.workspace,
+            runtime.workspace_id,
+            private=not (args.session or args.session_name or args.continue_),
+        )
         if reader is not None:
             reader.path.parent.mkdir(parents=True, exist_ok=True)
         ask = _ask_on_tty(screen, reader) if sys.stdin.isatty() and sys.stderr.isatty() else None
-        options = AgentOptions(yolo=args.yolo, ask=ask, preview=change_preview,
-                               stream=False if args.no_stream else None, progress=screen.progress,
-                               out=_AnswerStream(None if args.json else screen))  # type: ignore[arg-type]
+        options = AgentOptions(
+            yolo=args.yolo,
+            ask=ask,
+            preview=change_preview,
+            stream=False if args.no_stream else None,
+            progress=screen.progress,
+            out=_AnswerStream(None if args.json else screen),
+        )  # type: ignore[arg-type]
         agent = Agent(runtime, config, session, options)
         meter = _UsageMeter(agent)
         answer: str | None = None
@@ -429,8 +457,9 @@ class _UsageMeter:
         model.complete = counted  # type: ignore[method-assign,assignment]
 
 
-def _print_json_result(agent: object, path: Path, answer: str | None, meter: _UsageMeter,
-                       failure: BaseException | None) -> None:
+def _print_json_result(
+    agent: object, path: Path, answer: str | None, meter: _UsageMeter, failure: BaseException | None
+) -> None:
     """``i "task" --json``: one JSON object on stdout, whatever happened."""
     import orjson
 
@@ -519,6 +548,7 @@ def _console(agent: object, screen: Screen, reader: _LineQueue, meter: _UsageMet
     armed = False  # the last thing was a Ctrl-C: one more at the prompt exits
     while True:
         if readline is not None and prefill:
+
             def insert(text: str = prefill) -> None:
                 readline.insert_text(text)
 
@@ -567,8 +597,7 @@ def _console(agent: object, screen: Screen, reader: _LineQueue, meter: _UsageMet
             if session.messages is saved:
                 session.meta.clear()
                 session.meta.update(meta)
-            screen.note("[i] cancelled; nothing after the last checkpoint was saved (Ctrl-C again to exit)",
-                        dim=True)
+            screen.note("[i] cancelled; nothing after the last checkpoint was saved (Ctrl-C again to exit)", dim=True)
             prefill = text
             armed = True
             continue
@@ -655,8 +684,10 @@ def _summary(agent: object, path: Path) -> None:
     assert isinstance(agent, Agent)
     stats = agent.stats
     tools = ", ".join(sorted(set(stats.tools_used))) or "none"
-    line = (f"[i] {stats.model_requests} model request(s), {stats.tool_calls} tool call(s) ({tools}), "
-            f"{stats.compactions} compaction(s) of {stats.compact_attempts} attempt(s)")
+    line = (
+        f"[i] {stats.model_requests} model request(s), {stats.tool_calls} tool call(s) ({tools}), "
+        f"{stats.compactions} compaction(s) of {stats.compact_attempts} attempt(s)"
+    )
     if stats.last_failure:
         line += f" (last failed: {stats.last_failure[:200]})"
     if stats.rejections:

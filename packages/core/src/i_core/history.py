@@ -53,7 +53,7 @@ def check_tool_calls(calls: object, where: str) -> list[str]:
         if call_id in ids:
             raise HistoryError(f"{w}: duplicate tool call id {call_id!r}")
         if call.get("type") != "function":
-            raise HistoryError(f"{w}: type must be \"function\", got {call.get('type')!r}")
+            raise HistoryError(f'{w}: type must be "function", got {call.get("type")!r}')
         function = call.get("function")
         if not isinstance(function, dict):
             raise HistoryError(f"{w}: missing function")

@@ -139,9 +139,8 @@ def _note(found: ContextDiscovery, path: Path) -> str:
     if found.window is not None:
         return f"budget.context_window {found.window} from {found.source}"
     asked = "; ".join(found.asked)
-    return (
-        f"budget.context_window is not set: set it in {path} to your model's context size in tokens"
-        + (f" (asked {asked})" if asked else "")
+    return f"budget.context_window is not set: set it in {path} to your model's context size in tokens" + (
+        f" (asked {asked})" if asked else ""
     )
 
 

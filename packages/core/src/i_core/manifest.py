@@ -160,10 +160,11 @@ def _parse_tool(entry: object, base_dir: Path, where: str, seen: set[str]) -> To
         raise ConfigError(f"{where}.description must be a string")
     parameters = entry.get("parameters")
     if not isinstance(parameters, dict) or parameters.get("type") != "object":
-        raise ConfigError(f"{where}.parameters must be a JSON schema object with \"type\": \"object\"")
+        raise ConfigError(f'{where}.parameters must be a JSON schema object with "type": "object"')
     module = entry.get("module")
-    return ToolEntry(name, description, parameters, _parse_exec(entry, base_dir, where),
-                     module if isinstance(module, str) else None)
+    return ToolEntry(
+        name, description, parameters, _parse_exec(entry, base_dir, where), module if isinstance(module, str) else None
+    )
 
 
 def _parse_hook(entry: object, base_dir: Path, where: str) -> HookEntry:
@@ -207,7 +208,9 @@ def with_hook(manifest: Manifest, entry: dict[str, Any], base_dir: Path) -> Mani
     events = entry.get("events")
     if not isinstance(events, list) or not events or not all(isinstance(e, str) for e in events):
         raise ConfigError(f"{manifest.source}: an injected hook needs a non-empty events list")
-    hook = HookEntry(events=tuple(events), exec=_parse_exec(entry, base_dir, "injected hook"),
-                     module=entry.get("module"))
-    return Manifest(tools=manifest.tools, hooks=(*manifest.hooks, hook), provider=manifest.provider,
-                    source=manifest.source)
+    hook = HookEntry(
+        events=tuple(events), exec=_parse_exec(entry, base_dir, "injected hook"), module=entry.get("module")
+    )
+    return Manifest(
+        tools=manifest.tools, hooks=(*manifest.hooks, hook), provider=manifest.provider, source=manifest.source
+    )

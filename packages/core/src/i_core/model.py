@@ -33,41 +33,69 @@ class ModelClient:
         """Close the HTTP connection pool."""
         self.transport.close()
 
-    def complete(self, history: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                 on_text: Callable[[str], None] | None = None, max_tokens: int | None = None) -> ModelReply:
+    def complete(
+        self,
+        history: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        max_tokens: int | None = None,
+    ) -> ModelReply:
         """Send ``history`` (and tool schemas) and return the parsed reply."""
         url = self.adapter.url(self.config.base_url)
         body = self.adapter.build_body(
-            model=self.config.model, history=history, tools=tools, max_tokens=max_tokens or self.config.max_tokens,
-            use_max_tokens=self.config.use_max_tokens, stream=self.stream, extra_body=self.config.extra_body,
+            model=self.config.model,
+            history=history,
+            tools=tools,
+            max_tokens=max_tokens or self.config.max_tokens,
+            use_max_tokens=self.config.use_max_tokens,
+            stream=self.stream,
+            extra_body=self.config.extra_body,
         )
         meta: dict[str, Any] = {"request": self.requests + 1}
         if self.hooks.has("before_request"):
-            prepared = self.hooks.run("before_request", {
-                "url": url, "body": body, "protocol": self.config.protocol, "model": self.config.model,
-                "budget": self.config.budget, "request_meta": meta,
-            })
+            prepared = self.hooks.run(
+                "before_request",
+                {
+                    "url": url,
+                    "body": body,
+                    "protocol": self.config.protocol,
+                    "model": self.config.model,
+                    "budget": self.config.budget,
+                    "request_meta": meta,
+                },
+            )
             url, body, meta = self._checked(prepared, url)
         headers = self.adapter.headers(self.config.api_key())
 
         def on_retry(attempt: int, reason: str) -> None:
             self.retries += 1
             if self.hooks.has("request_retry"):
-                self.hooks.run("request_retry", {"request_meta": meta, "attempt": attempt, "reason": reason,
-                                                 "protocol": self.config.protocol})
+                self.hooks.run(
+                    "request_retry",
+                    {"request_meta": meta, "attempt": attempt, "reason": reason, "protocol": self.config.protocol},
+                )
 
         def on_raw(response: dict[str, Any]) -> None:
             # Observers see the provider's answer before the adapter validates it (seed 001 §6), so
             # usage is recorded even for a reply the adapter then rejects.
             if self.hooks.has("after_response"):
-                self.hooks.run("after_response", {"response": response, "request_meta": meta,
-                                                  "protocol": self.config.protocol, "model": self.config.model})
+                self.hooks.run(
+                    "after_response",
+                    {
+                        "response": response,
+                        "request_meta": meta,
+                        "protocol": self.config.protocol,
+                        "model": self.config.model,
+                    },
+                )
 
         self.requests += 1
         from .providers import exchange
 
-        reply = exchange(self.adapter, self.transport, url, body, headers, on_retry=on_retry, on_text=on_text,
-                         on_raw=on_raw)
+        reply = exchange(
+            self.adapter, self.transport, url, body, headers, on_retry=on_retry, on_text=on_text, on_raw=on_raw
+        )
         self.last_usage = reply.usage
         return reply
 

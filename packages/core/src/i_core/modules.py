@@ -45,13 +45,24 @@ _MEMORY_TOOLS = _worker_tools("memory")
 _WEB_TOOLS = _worker_tools("web")
 
 _SKILL_TOOLS = (
-    _tool("skill_load", "Load the full text of a skill by name.",
-          {"name": {"type": "string", "description": "The skill's name."}}, ["name"]),
-    _tool("skill_read", "Read a file that a skill references, by a path relative to the skill's folder.",
-          {"name": {"type": "string", "description": "The skill's name."},
-           "path": {"type": "string",
-                    "description": "A file path relative to the skill's folder (no '..', not absolute)."}},
-          ["name", "path"]),
+    _tool(
+        "skill_load",
+        "Load the full text of a skill by name.",
+        {"name": {"type": "string", "description": "The skill's name."}},
+        ["name"],
+    ),
+    _tool(
+        "skill_read",
+        "Read a file that a skill references, by a path relative to the skill's folder.",
+        {
+            "name": {"type": "string", "description": "The skill's name."},
+            "path": {
+                "type": "string",
+                "description": "A file path relative to the skill's folder (no '..', not absolute).",
+            },
+        },
+        ["name", "path"],
+    ),
 )
 
 MODULES: dict[str, ModuleSpec] = {
@@ -60,15 +71,24 @@ MODULES: dict[str, ModuleSpec] = {
         ModuleSpec("approval", events=("tool_approval",), bundled=True),
         ModuleSpec("prompts", events=("system_prompt",), bundled=True),
         ModuleSpec("skills", events=("before_turn",), tools=_SKILL_TOOLS, bundled=True),
-        ModuleSpec("memory", events=("before_turn",), tools=_MEMORY_TOOLS,
-                   package="i-worker-memory", script="i-memory"),
+        ModuleSpec(
+            "memory", events=("before_turn",), tools=_MEMORY_TOOLS, package="i-worker-memory", script="i-memory"
+        ),
         ModuleSpec("budget", events=("context_budget",), package="i-worker-budget", script="i-budget"),
-        ModuleSpec("compact", events=("compact_plan", "before_compact", "after_compact", "after_compact_commit"),
-                   package="i-worker-compact", script="i-compact"),
+        ModuleSpec(
+            "compact",
+            events=("compact_plan", "before_compact", "after_compact", "after_compact_commit"),
+            package="i-worker-compact",
+            script="i-compact",
+        ),
         ModuleSpec("web", tools=_WEB_TOOLS, package="i-worker-web", script="i-web"),
         # Cache preparation must run after any wire transformation (responses) in before_request.
-        ModuleSpec("cache", events=("before_request", "request_retry", "after_response"),
-                   package="i-worker-cache", script="i-cache"),
+        ModuleSpec(
+            "cache",
+            events=("before_request", "request_retry", "after_response"),
+            package="i-worker-cache",
+            script="i-cache",
+        ),
         ModuleSpec("responses", events=("before_request", "after_response"), bundled=True, available=False),
         # Injected by the interactive console whatever the profile (never part of one): lines typed
         # while the model works, from the queue file named by an appended `--queue PATH`.

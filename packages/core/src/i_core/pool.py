@@ -51,8 +51,14 @@ def worker_environment(paths: Paths, environ: Mapping[str, str] | None = None) -
 class WorkerPool:
     """Persistent workers keyed by (argv, cwd); the only global mutable state of the core."""
 
-    def __init__(self, paths: Paths, *, io_limit_bytes: int = DEFAULT_IO_LIMIT, deadline: float = DEADLINE_S,
-                 environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        paths: Paths,
+        *,
+        io_limit_bytes: int = DEFAULT_IO_LIMIT,
+        deadline: float = DEADLINE_S,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self._env = worker_environment(paths, environ)
         self._io_limit = io_limit_bytes
         self.deadline = deadline
@@ -83,8 +89,9 @@ class WorkerPool:
                 self._workers.pop(spec.key, None)
                 worker.kill()
             try:
-                worker = WorkerProcess.spawn(spec.argv, cwd=spec.cwd, env=self._env, stderr_limit=self._io_limit,
-                                             name=worker_name(spec.argv))
+                worker = WorkerProcess.spawn(
+                    spec.argv, cwd=spec.cwd, env=self._env, stderr_limit=self._io_limit, name=worker_name(spec.argv)
+                )
             except CallError as exc:
                 raise WorkerFailure(str(exc)) from None
             self._workers[spec.key] = worker

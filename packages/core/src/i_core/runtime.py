@@ -24,8 +24,14 @@ from .selection import load_active_manifest
 class Runtime:
     """Everything a session needs from the platform, with the pool's lifetime attached."""
 
-    def __init__(self, workspace: str | Path, *, manifest_path: Path | None = None,
-                 io_limit_bytes: int = DEFAULT_IO_LIMIT, paths: Paths | None = None) -> None:
+    def __init__(
+        self,
+        workspace: str | Path,
+        *,
+        manifest_path: Path | None = None,
+        io_limit_bytes: int = DEFAULT_IO_LIMIT,
+        paths: Paths | None = None,
+    ) -> None:
         try:
             self.paths = paths or paths_from_env()
             self.workspace = canonical_workspace(workspace)
@@ -35,8 +41,9 @@ class Runtime:
         self.config_dir = Path(self.paths.config_dir)
         self.manifest: Manifest = load_active_manifest(self.config_dir, manifest_path)
         self.pool = WorkerPool(self.paths, io_limit_bytes=io_limit_bytes)
-        self.hooks = HookRunner(self.manifest, self.pool,
-                                {"workspace": self.workspace, "workspace_id": self.workspace_id})
+        self.hooks = HookRunner(
+            self.manifest, self.pool, {"workspace": self.workspace, "workspace_id": self.workspace_id}
+        )
         self._previous_sigterm: Any = None
 
     @property
@@ -52,8 +59,9 @@ class Runtime:
         self.pool.start(self.manifest.execs())
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.pool.close()
         if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)

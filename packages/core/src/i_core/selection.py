@@ -107,7 +107,7 @@ def module_exec(module: str, bindings: dict[str, dict[str, Any]], config_dir: Pa
     if not spec.available:
         raise ConfigError(
             f"module {module!r} is not available in this version of i-core; "
-            f"disable it in {config_dir / 'plugins.json'} (\"disabled\": [\"{module}\"]), "
+            f'disable it in {config_dir / "plugins.json"} ("disabled": ["{module}"]), '
             f"pick another profile, or bind a replacement in bindings.json"
         )
     if spec.bundled:
@@ -118,7 +118,7 @@ def module_exec(module: str, bindings: dict[str, dict[str, Any]], config_dir: Pa
         raise ConfigError(
             f"module {module!r} needs the {spec.script!r} command, which is not installed: "
             f"run `pipx install {spec.package}` (or `pip install {spec.package}` in this environment), "
-            f"or disable the module in {config_dir / 'plugins.json'} with \"disabled\": [\"{module}\"]"
+            f'or disable the module in {config_dir / "plugins.json"} with "disabled": ["{module}"]'
         )
     return {"exec": [found], "cwd": str(config_dir)}
 
@@ -154,8 +154,12 @@ def with_steering(manifest: Manifest, config_dir: Path, queue: Path) -> Manifest
     from .manifest import with_hook
 
     where = module_exec("steering", load_bindings(config_dir), config_dir)
-    entry = {"events": list(MODULES["steering"].events), **where,
-             "exec": [*where["exec"], "--queue", str(queue)], "module": "steering"}
+    entry = {
+        "events": list(MODULES["steering"].events),
+        **where,
+        "exec": [*where["exec"], "--queue", str(queue)],
+        "module": "steering",
+    }
     return with_hook(manifest, entry, config_dir)
 
 
@@ -187,8 +191,7 @@ def _resolve_builtin(raw: dict[str, Any], path: Path, config_dir: Path) -> Manif
         generated = generate_manifest(selector, config_dir)
     else:
         raise ConfigError(
-            f"{path}: builtin_profile must be \"configured\" or a profile name "
-            f"({', '.join(PROFILES)}), got {selector!r}"
+            f'{path}: builtin_profile must be "configured" or a profile name ({", ".join(PROFILES)}), got {selector!r}'
         )
     extra_tools = raw.get("tools", [])
     extra_hooks = raw.get("hooks", [])

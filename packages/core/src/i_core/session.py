@@ -101,8 +101,7 @@ class Session:
         try:
             atomic_write_bytes(target, data, mode=0o600)
         except OSError as exc:
-            raise SessionError(
-                f"{target}: cannot {what}: {os_problem(exc)}; the file on disk is unchanged") from None
+            raise SessionError(f"{target}: cannot {what}: {os_problem(exc)}; the file on disk is unchanged") from None
 
     def close(self) -> None:
         """Release the session lock (its file stays: see the module docstring)."""
@@ -126,8 +125,9 @@ def open_session(path: Path, workspace: str, workspace_id: str, *, private: bool
     lock = None if private else _lock(path)
     try:
         # This session's own temporaries are debris once its lock is held (a private session has none).
-        remove_stale_temporaries(path.parent, targets=lambda name: name.endswith(".json"),
-                                 owned=() if private else _own_targets(path))
+        remove_stale_temporaries(
+            path.parent, targets=lambda name: name.endswith(".json"), owned=() if private else _own_targets(path)
+        )
         session = _read(path, workspace, workspace_id)
     except BaseException:
         if lock is not None:
@@ -243,8 +243,12 @@ def session_info(path: Path, workspace: str, workspace_id: str) -> SessionInfo:
         stat_result = path.stat()
     except OSError as exc:
         return SessionInfo(path, 0.0, 0, problem=os_problem(exc))
-    info = SessionInfo(path, stat_result.st_mtime, stat_result.st_size,
-                       precompact=path.with_name(path.name.removesuffix(".json") + ".precompact.json").exists())
+    info = SessionInfo(
+        path,
+        stat_result.st_mtime,
+        stat_result.st_size,
+        precompact=path.with_name(path.name.removesuffix(".json") + ".precompact.json").exists(),
+    )
     try:
         session = _read(path, workspace, workspace_id)
     except SessionError as exc:

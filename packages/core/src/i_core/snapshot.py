@@ -24,8 +24,10 @@ _INTRO = (
 
 def _render(source: str, kind: str, payload: dict[str, Any]) -> str:
     body = orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
-    return (f"{_INTRO.format(source=source)}\n<context source=\"{source}\" kind=\"{kind}\" untrusted=\"true\">\n"
-            f"{body}\n</context>")
+    return (
+        f'{_INTRO.format(source=source)}\n<context source="{source}" kind="{kind}" untrusted="true">\n'
+        f"{body}\n</context>"
+    )
 
 
 def context_message(source: str, kind: str, payload: dict[str, Any], revision: str) -> dict[str, Any]:
@@ -83,11 +85,15 @@ def context_updates(context: object, injected: dict[str, Any]) -> tuple[list[dic
 
 def restore_snapshots(candidate: list[dict[str, Any]], injected: dict[str, Any]) -> list[dict[str, Any]]:
     """After compaction: append a full snapshot for every source whose baseline was cut away."""
-    present = {m["_context"]["source"] for m in candidate
-               if isinstance(m.get("_context"), dict) and m["_context"].get("kind") == "snapshot"}
+    present = {
+        m["_context"]["source"]
+        for m in candidate
+        if isinstance(m.get("_context"), dict) and m["_context"].get("kind") == "snapshot"
+    }
     restored = list(candidate)
     for source, now in sorted(injected.items()):
         if source not in present and now.get("entries"):
-            restored.append(context_message(source, "snapshot", {"entries": now.get("entries", {})},
-                                            now.get("revision", "")))
+            restored.append(
+                context_message(source, "snapshot", {"entries": now.get("entries", {})}, now.get("revision", ""))
+            )
     return restored

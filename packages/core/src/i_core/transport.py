@@ -75,7 +75,8 @@ class _Clock:
         if self.idle is not None and self.last is not None and self.last + self.idle - now < left:
             return self.last + self.idle - now, (
                 f"the model stream sent nothing for {self.idle:g} s after it began (a begun stream may be silent "
-                f"for at most min(timeout, {STREAM_IDLE_LIMIT:g}) s)")
+                f"for at most min(timeout, {STREAM_IDLE_LIMIT:g}) s)"
+            )
         return left, expired
 
     def arrived(self) -> None:
@@ -94,8 +95,9 @@ class _Exchange:
     def __init__(self, client: httpx.Client, url: str, payload: bytes, headers: dict[str, str], cap: int) -> None:
         self._parts: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._abandoned = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(client, url, payload, headers, cap),
-                                        name="i-model-request", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(client, url, payload, headers, cap), name="i-model-request", daemon=True
+        )
         self._thread.start()
 
     def _run(self, client: httpx.Client, url: str, payload: bytes, headers: dict[str, str], cap: int) -> None:

@@ -43,10 +43,15 @@ def context_budget(data: dict, request) -> dict:
     conf = check("context_budget")
     estimate = size(data["history"])
     fits = estimate <= conf.get("fits_over", 10**9)
-    data["budget_result"] = {"fits": fits, "estimate": estimate, "comparable_estimate": estimate,
-                             "recommend_compact": not fits and data.get("compact", False),
-                             "tool_output_budget": {"per_call_bytes": 100000}, "reasons": [],
-                             "anchor": {"model": data["model"]}}
+    data["budget_result"] = {
+        "fits": fits,
+        "estimate": estimate,
+        "comparable_estimate": estimate,
+        "recommend_compact": not fits and data.get("compact", False),
+        "tool_output_budget": {"per_call_bytes": 100000},
+        "reasons": [],
+        "anchor": {"model": data["model"]},
+    }
     return data
 
 
@@ -84,8 +89,9 @@ def before_compact(data: dict, request) -> dict:
     if conf.get("chunks"):
         messages, count = data.pop("messages"), conf["chunks"]
         size = max(1, -(-len(messages) // count))
-        data["chunks"] = [{"prompt": f"part {n + 1}", "messages": messages[n * size:(n + 1) * size]}
-                          for n in range(count)]
+        data["chunks"] = [
+            {"prompt": f"part {n + 1}", "messages": messages[n * size : (n + 1) * size]} for n in range(count)
+        ]
     elif "prompt" in conf:
         data["prompt"] = conf["prompt"]
     else:
@@ -101,8 +107,10 @@ def before_compact(data: dict, request) -> dict:
 def after_compact(data: dict, request) -> dict:
     conf = check("after_compact")
     if data.get("round", 1) <= conf.get("revise", 0):
-        data["request"] = {"prompt": f"revise round {data['round']}", "messages": [
-            {"role": "user", "content": "check the summary"}]}
+        data["request"] = {
+            "prompt": f"revise round {data['round']}",
+            "messages": [{"role": "user", "content": "check the summary"}],
+        }
     return data
 
 

@@ -65,5 +65,6 @@ class BudgetVerdict:
         """The budget's own reasons in one sentence (or a generic one)."""
         return "; ".join(self.reasons) or (
             f"estimated input {self.estimate} tokens is over the input capacity {self.capacity}"
-            if self.estimate is not None and self.capacity is not None else "the budget worker says it does not fit"
+            if self.estimate is not None and self.capacity is not None
+            else "the budget worker says it does not fit"
         )

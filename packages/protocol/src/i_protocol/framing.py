@@ -28,9 +28,7 @@ def encode_frame(message: dict[str, Any]) -> bytes:
     except TypeError as exc:
         raise FrameError(f"frame is not JSON-serialisable: {exc}") from None
     if len(body) + 1 > MAX_FRAME_BYTES:
-        raise FrameError(
-            f"frame of {len(body) + 1} bytes exceeds the {MAX_FRAME_BYTES}-byte limit"
-        )
+        raise FrameError(f"frame of {len(body) + 1} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
     return body + b"\n"
 
 
@@ -51,9 +49,11 @@ def describe_invalid(line: bytes, exc: Exception) -> str:
     """Why ``line`` is not a frame, naming the first byte that is not UTF-8 when that is the cause."""
     bad = utf8_error(line)
     if bad is not None:
-        return (f"frame is not valid UTF-8 ({bad}): frames are UTF-8 JSON, and undecodable text must be "
-                "sent as a JSON escape of its lone surrogate (\\udce9 for the byte 0xe9, as Python's "
-                "json.dumps writes it)")
+        return (
+            f"frame is not valid UTF-8 ({bad}): frames are UTF-8 JSON, and undecodable text must be "
+            "sent as a JSON escape of its lone surrogate (\\udce9 for the byte 0xe9, as Python's "
+            "json.dumps writes it)"
+        )
     return f"frame is not valid JSON: {exc}"
 
 

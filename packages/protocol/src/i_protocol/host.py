@@ -129,8 +129,13 @@ class _Reaper:
             return None  # elsewhere workers rely on end of input alone
         try:
             process = subprocess.Popen(
-                ["/bin/sh", "-c", _REAPER_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, env={"PATH": os.defpath}, start_new_session=True, close_fds=True,
+                ["/bin/sh", "-c", _REAPER_SCRIPT],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env={"PATH": os.defpath},
+                start_new_session=True,
+                close_fds=True,
                 cwd="/",
             )
         except OSError:
@@ -207,8 +212,9 @@ class StderrDrain:
 class WorkerProcess:
     """One running worker: sequential calls over its stdin/stdout, stderr drained and bounded."""
 
-    def __init__(self, process: subprocess.Popen[bytes], *, name: str, stderr_limit: int,
-                 die_with_host: bool = False) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], *, name: str, stderr_limit: int, die_with_host: bool = False
+    ) -> None:
         self.process = process
         self.name = name
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
@@ -268,8 +274,9 @@ class WorkerProcess:
             )
         except OSError as exc:
             raise CallError(f"cannot start worker {list(argv)!r}: {exc.strerror or exc}") from None
-        return cls(process, name=name or os.path.basename(argv[0]), stderr_limit=stderr_limit,
-                   die_with_host=die_with_host)
+        return cls(
+            process, name=name or os.path.basename(argv[0]), stderr_limit=stderr_limit, die_with_host=die_with_host
+        )
 
     @property
     def pid(self) -> int:
@@ -372,9 +379,7 @@ class WorkerProcess:
                 del buffer[: newline + 1]
                 return line
             if len(buffer) >= MAX_FRAME_BYTES:
-                raise CallError(
-                    f"worker {self.name} sent a response frame over the {MAX_FRAME_BYTES}-byte limit"
-                )
+                raise CallError(f"worker {self.name} sent a response frame over the {MAX_FRAME_BYTES}-byte limit")
             scan_from = len(buffer)
             # Wait first: right after a write the answer is almost never there yet.
             readable = exited = False
@@ -425,13 +430,17 @@ class WorkerProcess:
     def _describe_invalid(self, line: bytes, exc: Exception) -> str:
         preview = line[:80].decode("utf-8", "backslashreplace").strip()
         if not line.lstrip().startswith(b"{"):
-            return (f"worker {self.name} wrote something that is not a JSON frame to stdout: {preview!r} "
-                    "(stdout is reserved for protocol frames; logs belong on stderr)")
+            return (
+                f"worker {self.name} wrote something that is not a JSON frame to stdout: {preview!r} "
+                "(stdout is reserved for protocol frames; logs belong on stderr)"
+            )
         bad = utf8_error(line)
         if bad is not None:
-            return (f"worker {self.name} sent a frame that is not valid UTF-8 ({bad}): {preview!r}; frames are "
-                    "UTF-8 JSON, and undecodable text must be sent as a JSON escape of its lone surrogate "
-                    "(\\udce9 for the byte 0xe9, as Python's json.dumps writes it)")
+            return (
+                f"worker {self.name} sent a frame that is not valid UTF-8 ({bad}): {preview!r}; frames are "
+                "UTF-8 JSON, and undecodable text must be sent as a JSON escape of its lone surrogate "
+                "(\\udce9 for the byte 0xe9, as Python's json.dumps writes it)"
+            )
         return f"worker {self.name} sent an invalid JSON frame: {exc}: {preview!r}"
 
     def _exit_note(self, exc: BaseException | None = None) -> str:

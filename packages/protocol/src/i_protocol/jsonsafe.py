@@ -40,8 +40,13 @@ def dumps_safe(value: Any, *, indent: bool = False) -> bytes:
     import json
 
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=2 if indent else None,
-                          separators=(",", ": ") if indent else (",", ":"))
+        text = json.dumps(
+            value,
+            ensure_ascii=False,
+            allow_nan=False,
+            indent=2 if indent else None,
+            separators=(",", ": ") if indent else (",", ":"),
+        )
     except ValueError as exc:  # NaN or Infinity: orjson would have written null, json refuses
         raise TypeError(f"cannot encode {exc}") from None
     # The only characters UTF-8 cannot encode are lone surrogates, and they only occur inside JSON

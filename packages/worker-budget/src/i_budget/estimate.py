@@ -131,8 +131,15 @@ class _Uncovered:
     base: tuple[int, Classes] | None
 
 
-def _uncovered(history: list[Any], measure: HistoryMeasure, matched: Anchor | Fallback, tools: Classes,
-               tools_fp: str, learn: bool, count_classes: bool) -> _Uncovered:
+def _uncovered(
+    history: list[Any],
+    measure: HistoryMeasure,
+    matched: Anchor | Fallback,
+    tools: Classes,
+    tools_fp: str,
+    learn: bool,
+    count_classes: bool,
+) -> _Uncovered:
     if not isinstance(matched, Anchor):
         # The history was measured split at the (unmatched) anchor's prefix: its classes are both parts.
         classes = add(measure.prefix_classes(), measure.new_classes) if count_classes else ZERO
@@ -160,8 +167,14 @@ def _uncovered(history: list[Any], measure: HistoryMeasure, matched: Anchor | Fa
     return _Uncovered(start, anchored, max(0, size), classes, not same_tools, tools, request, base)
 
 
-def _observations(matched: Anchor | Fallback, measure: HistoryMeasure, tools: Classes, tools_fp: str,
-                  uncovered: _Uncovered, rejection: tuple[int | None, int | None] | None) -> list[Observation]:
+def _observations(
+    matched: Anchor | Fallback,
+    measure: HistoryMeasure,
+    tools: Classes,
+    tools_fp: str,
+    uncovered: _Uncovered,
+    rejection: tuple[int | None, int | None] | None,
+) -> list[Observation]:
     """What this request teaches: the anchored usage (increment or whole request) and a rejection."""
     found: list[Observation] = []
     if isinstance(matched, Anchor):
@@ -210,8 +223,9 @@ def _cut_hint(history: list[Any], costs: list[int], target: int) -> int | None:
     return hint
 
 
-def _cut_estimates(history: list[Any], costs: list[int], rates: Rates, uncovered: _Uncovered,
-                   request: Classes) -> dict[str, Any]:
+def _cut_estimates(
+    history: list[Any], costs: list[int], rates: Rates, uncovered: _Uncovered, request: Classes
+) -> dict[str, Any]:
     """What a compactor needs to choose a cut that fits: fixed cost, summary rate, suffix per cut."""
     tools_tokens = _cost(rates, sum(uncovered.tools_classes), uncovered.tools_classes)
     wrapper = _cost(rates, sum(SUMMARY_WRAPPER_CLASSES), SUMMARY_WRAPPER_CLASSES)
@@ -285,8 +299,13 @@ def estimate_budget(
     estimate = uncovered.anchored + message_tokens + tools_tokens + images_tokens + REQUEST_OVERHEAD_TOKENS
     if rejection is not None and rejection[0] is not None:
         estimate = max(estimate, rejection[0])  # the server's own count of this very request
-    unobserved = sum(count for count, seen in zip(add(uncovered.classes, tools_classes if uncovered.tools_counted
-                                                      else ZERO), rates.observations, strict=True) if not seen)
+    unobserved = sum(
+        count
+        for count, seen in zip(
+            add(uncovered.classes, tools_classes if uncovered.tools_counted else ZERO), rates.observations, strict=True
+        )
+        if not seen
+    )
     # An estimate resting mostly on classes never observed is the seed's 1 token per byte: several
     # times the real count. The host may let the server count such a request (see README).
     provisional = rejection is None and unobserved > estimate // 10
@@ -313,16 +332,19 @@ def estimate_budget(
     costs = _message_costs(measure, rates, image_cost) if compact and (recommend or forced) else None
     notes = list(policy.notes)
     if rejection is not None and rejection[1] is not None and rejection[1] < policy.context_window:
-        notes.append(f"the server's context limit is {rejection[1]} tokens, below budget.context_window "
-                     f"{policy.context_window}: set budget.context_window to {rejection[1]}")
+        notes.append(
+            f"the server's context limit is {rejection[1]} tokens, below budget.context_window "
+            f"{policy.context_window}: set budget.context_window to {rejection[1]}"
+        )
 
     result: dict[str, Any] = {
         "version": RESULT_VERSION,
         "fits": fits,
         "estimate": estimate,
         "provisional": provisional,
-        "estimate_method": "usage_anchor" if isinstance(matched, Anchor) else (
-            "density" if rates.learned else "utf8_bytes"),
+        "estimate_method": "usage_anchor"
+        if isinstance(matched, Anchor)
+        else ("density" if rates.learned else "utf8_bytes"),
         "fallback_reason": None if isinstance(matched, Anchor) else matched.reason,
         "fallback_detail": None if isinstance(matched, Anchor) else matched.detail,
         "bytes_per_token": round(bytes_per_token, 4),
@@ -362,8 +384,9 @@ def estimate_budget(
     return Outcome(result, observations)
 
 
-def _template(model: str, history: list[Any], measure: HistoryMeasure, tools_fp: str,
-              uncovered: _Uncovered) -> dict[str, Any]:
+def _template(
+    model: str, history: list[Any], measure: HistoryMeasure, tools_fp: str, uncovered: _Uncovered
+) -> dict[str, Any]:
     """The anchor the core stores with this request's usage; class bytes make the next increment."""
     template: dict[str, Any] = {
         "model": model,

@@ -52,8 +52,11 @@ def _entry(raw: object) -> Learned:
     stored = raw.get("scales")
     for name in CLASSES:
         values = stored.get(name) if isinstance(stored, dict) else None
-        good = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool) and v > 0] \
-            if isinstance(values, list) else []
+        good = (
+            [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool) and v > 0]
+            if isinstance(values, list)
+            else []
+        )
         scales.append(good[-KEEP_SCALES:])
     seen_raw = raw.get("seen")
     seen = [s for s in seen_raw if isinstance(s, str)][-MAX_SEEN:] if isinstance(seen_raw, list) else []

@@ -16,8 +16,18 @@ DEFAULT_TOOL_OUTPUT_RATIO = 0.02
 DEFAULT_TRIGGER_RATIO = (4, 5)  # window * 0.8, kept as a fraction so integer windows stay exact
 
 TOKENIZERS = ("utf8_bytes",)
-FIELDS = frozenset({"context_window", "output_reserve", "threshold", "safety_ratio", "tool_output_ratio",
-                    "image_tokens", "images", "tokenizer"})
+FIELDS = frozenset(
+    {
+        "context_window",
+        "output_reserve",
+        "threshold",
+        "safety_ratio",
+        "tool_output_ratio",
+        "image_tokens",
+        "images",
+        "tokenizer",
+    }
+)
 """The ``budget`` fields; ``images`` belongs to the compact worker and is passed through untouched."""
 REMOVED_TOKENIZERS = ("cl100k_base", "o200k_base", "p50k_base", "r50k_base")
 

@@ -139,9 +139,7 @@ class PrefixTracker:
         header = message_digest(parts.header)
         memory = self._streams.get(stream)
         if memory is not None and (
-            previous is None
-            or previous.fingerprint != memory.chain.hex()
-            or previous.messages != len(memory.items)
+            previous is None or previous.fingerprint != memory.chain.hex() or previous.messages != len(memory.items)
         ):
             # Another process (or a reset stats file) moved this stream on: memory is stale.
             memory = None

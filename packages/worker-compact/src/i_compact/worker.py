@@ -236,7 +236,7 @@ def _summary_max_tokens(state: dict[str, Any], choice: Any, budget_result: dict[
     """The summary reply's cap when the plan gave it less than the full reply reserve (model mode)."""
     if (state.get("policy") or {}).get("mode") != "model" or not isinstance(budget_result, dict):
         return None
-    planned = ((choice.info or {}).get("chosenCandidate") or (choice.info or {}).get("keepRecentCandidate") or {})
+    planned = (choice.info or {}).get("chosenCandidate") or (choice.info or {}).get("keepRecentCandidate") or {}
     allowance = planned.get("summaryAllowance")
     reserve = budget_result.get("output_reserve")
     tokens_per_byte = (choice.info or {}).get("tokensPerByte") or 1.0

@@ -45,9 +45,7 @@ def parse_settings(data: dict[str, Any], source: str = "memory.json") -> MemoryS
     """Validate a module config object; any bad field is a ``MemoryStoreError`` naming it."""
     unknown = sorted(set(data) - set(_FIELDS))
     if unknown:
-        raise MemoryStoreError(
-            f"{source}: unknown field(s) {', '.join(unknown)}; known fields: {', '.join(_FIELDS)}"
-        )
+        raise MemoryStoreError(f"{source}: unknown field(s) {', '.join(unknown)}; known fields: {', '.join(_FIELDS)}")
     flags: dict[str, bool] = {}
     for name in ("enabled", "inject"):
         value = data.get(name, True)

@@ -26,7 +26,7 @@ def _policy(request: Request) -> tuple[str, frozenset[str]]:
         raise WorkerError(f"{where}: unknown field(s): {', '.join(unknown)}")
     mode = config.data.get("mode", "ask")
     if mode not in ("ask", "auto"):
-        raise WorkerError(f"{where}: mode must be \"ask\" or \"auto\", got {mode!r}")
+        raise WorkerError(f'{where}: mode must be "ask" or "auto", got {mode!r}')
     deny = config.data.get("deny_tools", [])
     if not isinstance(deny, list) or not all(isinstance(name, str) for name in deny):
         raise WorkerError(f"{where}: deny_tools must be an array of tool names")

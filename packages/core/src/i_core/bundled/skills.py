@@ -125,9 +125,7 @@ def parse_skill_text(text: str, where: str) -> FrontMatter:
 
 def _scalar(raw: str, where: str, line: int, key: str) -> Scalar:
     if not raw or raw.startswith("#"):
-        raise SkillError(
-            f"{where}:{line}: {key!r} has no value on its line; nested YAML mappings are not supported"
-        )
+        raise SkillError(f"{where}:{line}: {key!r} has no value on its line; nested YAML mappings are not supported")
     if raw[0] == '"':
         return Scalar("string", _double_quoted(raw, where, line), line)
     if raw[0] == "'":
@@ -144,8 +142,13 @@ def _scalar(raw: str, where: str, line: int, key: str) -> Scalar:
 
 
 def _plain_kind(value: str) -> str:
-    for kind, pattern in (("null", _NULL), ("boolean", _BOOL), ("integer", _INT), ("float", _FLOAT),
-                          ("timestamp", _TIMESTAMP)):
+    for kind, pattern in (
+        ("null", _NULL),
+        ("boolean", _BOOL),
+        ("integer", _INT),
+        ("float", _FLOAT),
+        ("timestamp", _TIMESTAMP),
+    ):
         if pattern.fullmatch(value):
             return kind
     return "string"
@@ -364,8 +367,7 @@ def discover_for(request: Request) -> Discovery:
 def skills_context(found: Discovery) -> dict[str, Any]:
     """``context.skills``: the full current state; the core diffs it against what it last injected."""
     entries = {
-        name: {"description": skill.description, "source": skill.source}
-        for name, skill in sorted(found.skills.items())
+        name: {"description": skill.description, "source": skill.source} for name, skill in sorted(found.skills.items())
     }
     digest = hashlib.sha256(orjson.dumps(entries, option=orjson.OPT_SORT_KEYS)).hexdigest()
     return {"kind": "skills", "entries": entries, "revision": "sha256:" + digest, "errors": sorted(found.errors)}
@@ -377,8 +379,7 @@ def find_skill(found: Discovery, name: Any) -> Skill:
         raise SkillError("name must be a non-empty string")
     if name in found.duplicates:
         raise SkillError(
-            f"skill name {name!r} is defined more than once ({', '.join(found.duplicates[name])}); "
-            "rename one of them"
+            f"skill name {name!r} is defined more than once ({', '.join(found.duplicates[name])}); rename one of them"
         )
     skill = found.skills.get(name)
     if skill is not None:

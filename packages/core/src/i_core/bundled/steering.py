@@ -53,8 +53,13 @@ def read_queue(path: Path) -> list[dict[str, str]]:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        if (isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]
-                and isinstance(entry.get("text"), str) and entry["text"].strip()):
+        if (
+            isinstance(entry, dict)
+            and isinstance(entry.get("id"), str)
+            and entry["id"]
+            and isinstance(entry.get("text"), str)
+            and entry["text"].strip()
+        ):
             entries.append({"id": entry["id"], "text": entry["text"], "at": str(entry.get("at", ""))})
     return entries
 
@@ -115,8 +120,7 @@ def after_save(data: dict[str, Any], request: Request) -> dict[str, Any]:
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise WorkerError(f"{ack_path(queue)}: cannot write the acknowledgement: {exc.strerror or exc}") \
-                from None
+            raise WorkerError(f"{ack_path(queue)}: cannot write the acknowledgement: {exc.strerror or exc}") from None
     return data
 
 

@@ -10,10 +10,24 @@ from ..errors import ModelError
 
 # Fields the adapter owns on every wire body: extra_body may add fields, never replace these.
 # Fields of a request body the core controls; extra_body (config.json) may never set them.
-RESERVED_FIELDS = frozenset({
-    "model", "messages", "system", "tools", "tool_choice", "stream", "stream_options", "max_tokens",
-    "max_completion_tokens", "max_output_tokens", "input", "instructions", "functions", "n",
-})
+RESERVED_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "stream",
+        "stream_options",
+        "max_tokens",
+        "max_completion_tokens",
+        "max_output_tokens",
+        "input",
+        "instructions",
+        "functions",
+        "n",
+    }
+)
 
 
 class ProviderError(ModelError):
