@@ -50,8 +50,8 @@ from i_budget.observations import FileStore, MemoryStore
 from i_compact.prompt import DEFAULT_PROMPT
 from i_core.bundled.prompts import DEFAULT_SYSTEM_PROMPT
 from i_core.compaction import render_transcript, summary_message
-from i_core.history import text_of
-from i_core.scripted import prompt_tokens, reference_tokens
+from i_protocol.history import text_of
+from i_scripted import prompt_tokens, reference_tokens
 from i_core.tools.schemas import BUILTIN_SCHEMAS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,12 +6,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import orjson
 import pytest
 
-from i_core.agent import Agent, _steering_messages
+from i_core.agent import _steering_messages
+from i_core.approval import ApprovalGate
 from i_core.errors import WorkerFailure
 from i_core.manifest import Manifest
 from i_core.selection import with_steering
@@ -117,47 +117,43 @@ class _Hooks:
         self.decide = decide
         self.seen: list[str] = []
 
-    def has(self, event):
-        return event == "tool_approval" and self.decide is not None
-
     def run(self, event, data):
+        # Like HookRunner.run: an event nobody handles passes its data through unchanged.
+        if event != "tool_approval" or self.decide is None:
+            return data
         self.seen.append(data["decision"])
         return {**data, "decision": self.decide(data)}
 
 
-def _agent(hooks, answers):
-    agent = Agent.__new__(Agent)
-    agent.hooks = hooks
-    agent.session_rules = {}
+def _gate(hooks, answers):
     asked = []
 
     def ask(summary, detail=None):
         asked.append((summary, detail))
         return answers.pop(0)
 
-    agent.options = SimpleNamespace(ask=ask, preview=lambda prepared: f"diff of {prepared}")
-    return agent, asked
+    return ApprovalGate(hooks, ask, lambda prepared: f"diff of {prepared}"), asked
 
 
 def test_a_allows_the_tool_for_the_session_but_the_policy_still_has_the_last_word():
     deny_second = iter(["ask", "deny"])
     hooks = _Hooks(lambda data: "deny" if next(deny_second) == "deny" else data["decision"])
-    agent, asked = _agent(hooks, ["a"])
-    assert agent._approve("edit", {}, False, "ask", "edit x", "P") is None
+    gate, asked = _gate(hooks, ["a"])
+    assert gate.decide("edit", {}, False, "ask", "edit x", "P") is None
     assert asked == [("edit x", "diff of P")]
-    assert agent._approve("edit", {}, False, "ask", "edit x", "P") == "denied by the approval policy: edit was not run"
+    assert gate.decide("edit", {}, False, "ask", "edit x", "P") == "denied by the approval policy: edit was not run"
     assert hooks.seen == ["ask", "allow"]  # the core proposed allow after "a"; the policy denied
     assert len(asked) == 1
 
 
 def test_d_denies_the_tool_for_the_session_and_n_only_this_call():
-    agent, asked = _agent(_Hooks(), ["n", "y", "d"])
-    assert "declined" in agent._approve("shell", {}, False, "ask", "shell ls", None)
-    assert agent._approve("shell", {}, False, "ask", "shell ls", None) is None
-    assert "declined" in agent._approve("shell", {}, False, "ask", "shell ls", None)
-    assert "denied shell for this session" in agent._approve("shell", {}, False, "ask", "shell ls", None)
+    gate, asked = _gate(_Hooks(), ["n", "y", "d"])
+    assert "declined" in gate.decide("shell", {}, False, "ask", "shell ls", None)
+    assert gate.decide("shell", {}, False, "ask", "shell ls", None) is None
+    assert "declined" in gate.decide("shell", {}, False, "ask", "shell ls", None)
+    assert "denied shell for this session" in gate.decide("shell", {}, False, "ask", "shell ls", None)
     assert [detail for _summary, detail in asked] == [None, None, None]
-    assert agent._approve("write", {}, False, "allow", "write y", None) is None  # other tools unaffected
+    assert gate.decide("write", {}, False, "allow", "write y", None) is None  # other tools unaffected
 
 
 def test_change_preview_is_a_bounded_unified_diff(tmp_path):

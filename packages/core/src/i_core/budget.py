@@ -7,14 +7,24 @@ usage, the model and the history prefix it covered — is kept in the session me
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from i_protocol import BudgetVerdict, ProtocolError
+from i_protocol.history import is_summary
 
 from .config import ApiConfig
-from .errors import WorkerFailure
+from .errors import BudgetExhausted, WorkerFailure
 from .hooks import HookRunner
+
+if TYPE_CHECKING:
+    from .compaction import Outcome
+
+Compact = Callable[[list[dict[str, Any]], "BudgetCheck", bool], "Outcome"]
+"""Runs one compaction attempt: ``compact(history, check, force)``; a committed outcome is applied."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +95,62 @@ class Budget:
         result["cut"] = None  # a budget provider can never pre-select a cut for the compactor
         return BudgetCheck(result, verdict)
 
+    def enforce(
+        self,
+        working: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        compact: Compact,
+        *,
+        rejection: dict[str, int | None] | None = None,
+        progress: Callable[[str], None] = lambda _message: None,
+        where: str = "the session",
+    ) -> tuple[list[dict[str, Any]], BudgetCheck | None]:
+        """The history to send (compacted if needed) and the budget answer of exactly that request.
+
+        ``rejection``: the server refused ``working`` as too long, so a compaction is forced.
+        Raises ``BudgetExhausted`` when the request cannot fit and compaction did not help;
+        ``where`` (the session file) is named in that message as unchanged.
+        """
+        check = self.check(working, tools, rejection=rejection)
+        if check is None:
+            return working, None
+        verdict = check.verdict
+        if rejection is None and verdict.fits and not verdict.recommend_compact:
+            return working, check
+        if not self.hooks.has("compact_plan"):
+            if verdict.fits and rejection is None:
+                return working, check
+            raise BudgetExhausted(
+                f"the next request does not fit the context budget ({verdict.explain()}) and no compactor is "
+                "installed (enable the compact module or start a new session)"
+            )
+        outcome = compact(working, check, rejection is not None)
+        if outcome.committed and outcome.after is not None:
+            return outcome.history, outcome.after
+        if verdict.fits and rejection is None:
+            return working, check  # over the trigger but still fits: go on, the failure is on record
+        images = verdict.raw.get("images")
+        unplanned = images.get("unplanned") if isinstance(images, dict) else None
+        if verdict.provisional and rejection is None and outcome.check == "declined" and not unplanned:
+            # Nothing of this model's density is known yet (the byte estimate is several times the
+            # real count) and there is nothing to compact: let the server count. A refusal is
+            # recovered (learned, compacted) once; a compaction that failed still fails the turn.
+            progress("the budget has no usage of this model yet; the server counts this request")
+            return working, check
+        what = (
+            "the model server refused the request as too long"
+            if rejection is not None
+            else f"the next request does not fit the context budget ({verdict.explain()})"
+        )
+        if outcome.check == "declined":
+            hint = oversize_hint(working, verdict.capacity, where)
+        else:
+            hint = (
+                f"The session on disk ({where}) is unchanged. `i --runtime compact` tries again; "
+                '"mode": "local" in compact.json summarises without a model request.'
+            )
+        raise BudgetExhausted(f"{what}, and compaction did not help: {outcome.reason}. {hint}")
+
     def record_usage(self, sent: BudgetCheck | None, usage: dict[str, Any] | None) -> None:
         """Anchor the next estimate on this response's usage, with the template of the request sent.
 
@@ -105,6 +171,36 @@ class Budget:
             "input_tokens": usage["input_tokens"],
             "output_tokens": usage["output_tokens"],
         }
+
+
+def oversize_hint(working: list[dict[str, Any]], capacity: int | None, where: str) -> str:
+    """Which message makes the newest request too big, and how to continue."""
+    newest = max(
+        (
+            index
+            for index, message in enumerate(working)
+            if message.get("role") == "user" and index > 0 and not is_summary(message)
+        ),
+        default=0,
+    )
+    sizes = [(wire_size(message), index) for index, message in enumerate(working[newest:], start=newest)]
+    total = sum(size for size, _index in sizes)
+    biggest, at = max(sizes) if sizes else (0, newest)
+    room = f"the input capacity is {capacity} tokens" if capacity is not None else "the capacity is unknown"
+    return (
+        f"The newest request (history[{newest}:], {len(sizes)} message(s), {total} bytes) must stay whole; its "
+        f"largest message is history[{at}] ({working[at].get('role')}, {biggest} bytes) and {room}. "
+        f"The session on disk ({where}) is unchanged: send a shorter request, raise "
+        "budget.context_window if the model allows more, or continue in a new session."
+    )
+
+
+def wire_size(message: dict[str, Any]) -> int:
+    """Wire bytes of one message (a lone surrogate, kept losslessly in sessions, is measured too)."""
+    try:
+        return len(orjson.dumps(message))
+    except TypeError:
+        return len(repr(message).encode("utf-8", "surrogatepass"))
 
 
 def tool_output_limit(check: BudgetCheck | None, default_bytes: int) -> int:

@@ -304,7 +304,7 @@ def run_cli(argv: list[str]) -> int:
 
 def describe_failure(exc: BaseException) -> tuple[str, int]:
     """The one line (without ``i: ``) and the exit code of a failure that ended a command."""
-    from .history import HistoryError
+    from i_protocol.history import HistoryError
 
     if isinstance(exc, HistoryError):
         # The core builds valid histories; an invalid one came from a hook (before_save, after_tool, ...).

@@ -14,10 +14,11 @@ from typing import Any
 
 import orjson
 
+from i_protocol.history import HistoryError, summary_marker, text_of, validate_history
+
 from .budget import Budget, BudgetCheck
 from .config import ApiConfig
 from .errors import CoreError, ModelError, WorkerFailure
-from .history import HistoryError, text_of, validate_history
 from .hooks import HookRunner
 from .model import ModelClient
 from .snapshot import restore_snapshots
@@ -77,7 +78,7 @@ def summary_message(summary: str, images: list[dict[str, Any]] | None = None) ->
     """The untrusted user-role message that carries a compaction summary (and the images it keeps)."""
     text = f"{SUMMARY_OPEN}\n\n{summary}"
     content: Any = [{"type": "text", "text": text}, *images] if images else text
-    return {"role": "user", "content": content, "_compaction": {"kind": "summary"}}
+    return {"role": "user", "content": content, "_compaction": summary_marker()}
 
 
 def _retained_images(prepared: dict[str, Any]) -> list[dict[str, Any]]:
@@ -159,7 +160,7 @@ class Compactor:
 
     def report(self, outcome: Outcome) -> str | None:
         """Send ``after_compact_commit`` (when subscribed); returns a warning when that hook failed."""
-        if not self.hooks.has("after_compact_commit") or outcome.check == "no_budget":
+        if outcome.check == "no_budget":
             return None
         try:
             self.hooks.run(
@@ -275,9 +276,8 @@ class Compactor:
         # 6: candidate = system + untrusted summary + untouched suffix, snapshots restored.
         candidate = [history[0], summary_message(summary, retained), *history[cut:]]
         candidate = restore_snapshots(candidate, self.context_state)
-        if self.hooks.has("before_compact_commit"):
-            committed = self.hooks.run("before_compact_commit", {"messages": candidate, "cut": cut})
-            candidate = committed.get("messages", candidate)
+        committed = self.hooks.run("before_compact_commit", {"messages": candidate, "cut": cut})
+        candidate = committed.get("messages", candidate)
         try:
             validate_history(candidate)
         except HistoryError as exc:
@@ -285,8 +285,6 @@ class Compactor:
         return candidate, summary
 
     def _post_process(self, summary: str, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        if not self.hooks.has("after_compact"):
-            return summary, state
         for round_number in range(1, MAX_AFTER_COMPACT_ROUNDS + 1):
             final = self.hooks.run("after_compact", {"summary": summary, "state": state, "round": round_number})
             state = final.get("state") if isinstance(final.get("state"), dict) else state

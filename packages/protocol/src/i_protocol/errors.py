@@ -37,3 +37,7 @@ class CallTimeout(CallError):
 
 class ErrorFrame(CallError):
     """The worker answered the call with an error frame."""
+
+
+class HistoryError(ProtocolError):
+    """A history or a tool-call batch breaks the history format (``i_protocol.history``)."""

@@ -1,20 +1,80 @@
-"""The one history format every hook sees, and its validator (the only one in the project's core).
+"""The history format every hook sees: its types, its one validator, and the helpers over it.
+
+Public API, versioned with the protocol: the types, ``ROLES``, ``validate_history``,
+``check_tool_calls``, ``text_of``, ``has_images``, ``tool_batch_end``, ``is_attachment``,
+``SUMMARY_KIND``, ``is_summary`` and ``summary_marker``. The core validates every history a hook
+returns with ``validate_history``; workers use the same helpers, so no package keeps its own
+reading of the format.
 
 Messages are OpenAI Chat-Completions shaped: ``{"role", "content", "tool_calls"?, "tool_call_id"?}``
-plus top-level ``_``-prefixed provider-private fields. ``history[0]`` is the system message.
+plus top-level ``_``-prefixed private fields, which workers see and providers never do.
+``history[0]`` is the system message. A tool batch is an assistant message with ``tool_calls``,
+its results (one ``tool`` message per call, in any order), and the user messages that only carry
+those results' images. A compaction summary is a user message marked
+``"_compaction": {"kind": "summary"}``; the marker, not its text, is what makes it one.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
-from .errors import CoreError
+from .errors import HistoryError
+
+__all__ = [
+    "ROLES",
+    "SUMMARY_KIND",
+    "Function",
+    "HistoryError",
+    "ImagePart",
+    "Message",
+    "TextPart",
+    "ToolCall",
+    "check_tool_calls",
+    "has_images",
+    "is_attachment",
+    "is_summary",
+    "summary_marker",
+    "text_of",
+    "tool_batch_end",
+    "validate_history",
+]
 
 ROLES = ("system", "user", "assistant", "tool")
+SUMMARY_KIND = "summary"
+"""``message["_compaction"]["kind"]`` of a compaction summary."""
 
 
-class HistoryError(CoreError):
-    """A history or a tool-call batch breaks the format."""
+class TextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ImageUrl(TypedDict):
+    url: str
+
+
+class ImagePart(TypedDict):
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+class Function(TypedDict):
+    name: str
+    arguments: str
+    """A JSON string, as the model wrote it."""
+
+
+class ToolCall(TypedDict):
+    id: str
+    type: Literal["function"]
+    function: Function
+
+
+class Message(TypedDict):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[TextPart | ImagePart] | None
+    tool_calls: NotRequired[list[ToolCall]]
+    tool_call_id: NotRequired[str]
 
 
 def _check_content(message: dict[str, Any], where: str) -> None:
@@ -101,20 +161,52 @@ def validate_history(history: object, *, allow_pending: bool = False) -> None:
 
 
 def text_of(message: dict[str, Any]) -> str:
-    """The text of a message's content (text parts joined; images omitted)."""
+    """The text of a message: its string content, or its text parts joined by newlines (images omitted).
+
+    Parts are separate blocks, so they are joined with ``"\\n"``: gluing them with nothing would
+    fuse the last word of one to the first of the next.
+    """
     content = message.get("content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = (part for part in content if isinstance(part, dict) and part.get("type") == "text")
-        return "".join(str(part.get("text", "")) for part in parts)
+        return "\n".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        )
     return ""
 
 
+def has_images(message: dict[str, Any]) -> bool:
+    """Whether a message's content carries image parts."""
+    content = message.get("content")
+    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in content)
+
+
+def is_attachment(history: list[dict[str, Any]], index: int) -> bool:
+    """A user message with images right after a tool result carries that batch's images: it is part of it."""
+    message = history[index]
+    if message.get("role") != "user" or index == 0 or history[index - 1].get("role") != "tool":
+        return False
+    return has_images(message)
+
+
 def tool_batch_end(history: list[dict[str, Any]], index: int) -> int:
-    """Index just past the tool batch that starts at assistant message ``index`` (or index + 1)."""
+    """Index just past the tool batch that starts at assistant message ``index`` (or ``index + 1``)."""
     end = index + 1
     if history[index].get("role") == "assistant" and history[index].get("tool_calls"):
-        while end < len(history) and history[end].get("role") == "tool":
+        while end < len(history) and (history[end].get("role") == "tool" or is_attachment(history, end)):
             end += 1
     return end
+
+
+def summary_marker() -> dict[str, str]:
+    """The private field value that marks a message as a compaction summary."""
+    return {"kind": SUMMARY_KIND}
+
+
+def is_summary(message: dict[str, Any]) -> bool:
+    """Whether a message is a compaction summary: a user message carrying the summary marker."""
+    marker = message.get("_compaction")
+    return message.get("role") == "user" and isinstance(marker, dict) and marker.get("kind") == SUMMARY_KIND

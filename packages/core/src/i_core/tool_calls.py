@@ -1,0 +1,157 @@
+"""The tool-call pipeline: one batch of the model's tool calls to their results.
+
+Per call: ``before_tool`` (may rename or rewrite the raw arguments) -> parse the arguments ->
+built-in or external tool -> the approval gate -> run -> ``after_tool``. Every failure becomes a
+tool error the model reads; nothing here ends the turn. Per batch: outputs are cut to the
+budget's per-call allowance, and images go into one user-role message after the results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .approval import ApprovalGate
+from .budget import Budget, tool_output_limit, truncate_utf8
+from .errors import WorkerFailure
+from .hooks import HookRunner
+from .manifest import Manifest
+from .tools.contract import ToolError
+
+DEFAULT_TOOL_OUTPUT_BYTES = 50_000
+
+
+@dataclass
+class CallResult:
+    """What one call produced: its text, its images (unchecked yet), and whether it failed."""
+
+    output: str
+    images: list[Any] = field(default_factory=list)
+    is_error: bool = False
+
+
+@dataclass
+class ToolPipeline:
+    """Runs tool-call batches with what they need: hooks, tools, the gate, the budget."""
+
+    hooks: HookRunner
+    manifest: Manifest
+    context: Any
+    """The built-in tools' ``ToolContext`` (workspace, environment)."""
+    schemas: list[dict[str, Any]]
+    gate: ApprovalGate
+    budget: Budget
+    yolo: bool = False
+    progress: Callable[[str], None] = lambda _message: None
+    used: list[str] = field(default_factory=list)
+    """Names of the tools called, in order (for the run's summary)."""
+
+    def run_batch(self, working: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages that answer ``calls``: one tool result per call, then any image message.
+
+        Only checked image_url parts, rebuilt to hold nothing but their URL, enter the image
+        message; anything else makes that call's result a tool error (its text kept) and the rest
+        of the batch stands.
+        """
+        from .tools import MAX_IMAGES_PER_BATCH, tool_images
+
+        check = self.budget.check(working, self.schemas, pending_tool_calls=len(calls), compact=False)
+        limit = tool_output_limit(check, DEFAULT_TOOL_OUTPUT_BYTES)
+        results: list[dict[str, Any]] = []
+        images: list[dict[str, Any]] = []
+        for call in calls:
+            result = self.run_call(call)
+            output = truncate_utf8(result.output, limit)
+            parts: list[dict[str, Any]] = []
+            problem = None
+            if result.images:
+                try:
+                    parts = tool_images(result.images)
+                except ToolError as exc:
+                    problem = str(exc)
+                attached = sum(1 for part in images if part.get("type") == "image_url")
+                if attached + len(parts) > MAX_IMAGES_PER_BATCH:
+                    problem = (
+                        f"{len(parts)} images, over the limit of {MAX_IMAGES_PER_BATCH} per batch "
+                        f"({attached} already attached); they were dropped"
+                    )
+                    parts = []
+            if problem is not None:
+                output += (
+                    f"\n\nerror: tool {call['function']['name']} returned {problem}; its text output is kept above"
+                )
+            results.append({"role": "tool", "tool_call_id": call["id"], "content": output})
+            if parts:
+                images.append({"type": "text", "text": f"Images returned by tool call {call['id']}:"})
+                images.extend(parts)
+        if images:
+            results.append({"role": "user", "content": images})
+        return results
+
+    def run_call(self, call: dict[str, Any]) -> CallResult:
+        """One tool call to its result; every failure becomes a tool error for the model."""
+        name = call["function"]["name"]
+        self.used.append(name)
+        try:
+            return self._after(call, *self._run(call))
+        except (ToolError, WorkerFailure) as exc:
+            return self._after(call, name, CallResult(f"error: {exc}", is_error=True))
+
+    def _run(self, call: dict[str, Any]) -> tuple[str, CallResult]:
+        from .tools import BUILTIN_NAMES, FREE_TOOLS, execute, prepare
+
+        name, raw = call["function"]["name"], call["function"]["arguments"]
+        changed = self.hooks.run("before_tool", {"name": name, "arguments": raw, "id": call["id"]})
+        name, raw = changed.get("name", name), changed.get("arguments", raw)
+        if not isinstance(name, str) or not isinstance(raw, str):
+            raise WorkerFailure("before_tool must return name and arguments as strings")
+        try:
+            arguments = orjson.loads(raw) if raw.strip() else {}
+        except orjson.JSONDecodeError as exc:
+            return name, _error(f"arguments of {name} are not valid JSON: {exc}")
+        if not isinstance(arguments, dict):
+            return name, _error(f"arguments of {name} must be a JSON object")
+        builtin = name in BUILTIN_NAMES
+        if not builtin and self.manifest.tool(name) is None:
+            known = ", ".join(schema["name"] for schema in self.schemas)
+            return name, _error(f"unknown tool {name!r}; available tools: {known}")
+        prepared = prepare(name, arguments, self.context) if builtin else None
+        summary = getattr(prepared, "summary", None) or f"{name} {raw[:200]}"
+        default = "allow" if (builtin and name in FREE_TOOLS) or self.yolo else "ask"
+        refusal = self.gate.decide(name, arguments, not builtin, default, summary, prepared)
+        if refusal is not None:
+            return name, CallResult(refusal, is_error=True)
+        self.progress(f"running {name}")
+        if prepared is not None:
+            done = execute(prepared, self.context)
+            return name, CallResult(done.output, list(done.images), done.is_error)
+        answer = self.hooks.call_tool(name, arguments)
+        output = answer.get("output")
+        if not isinstance(output, str):
+            return name, _error(f"tool {name} returned no text output")
+        images = answer.get("images")  # checked (and refused unless image parts) by run_batch
+        return name, CallResult(output, [] if images is None else images)
+
+    def _after(self, call: dict[str, Any], name: str, result: CallResult) -> CallResult:
+        data = self.hooks.run(
+            "after_tool",
+            {
+                "name": name,
+                "id": call["id"],
+                "output": result.output,
+                "images": result.images,
+                "is_error": result.is_error,
+            },
+        )
+        output = data.get("output", result.output)
+        if not isinstance(output, str):
+            return CallResult("error: after_tool returned no text output", is_error=True)
+        images = data.get("images", result.images) or []
+        return CallResult(output, images, result.is_error)
+
+
+def _error(text: str) -> CallResult:
+    return CallResult(f"error: {text}", is_error=True)
