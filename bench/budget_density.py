@@ -9,7 +9,7 @@ Texts (all real except the id lists):
   ids      generated JSON lists of UUIDs, integers and hex digests (tool results of a lookup tool)
 
 "Real" usage is the scripted model server's documented reference counter
-(``i_core.scripted.prompt_tokens`` / ``reference_tokens``: a GPT-2-style split, ~4.5 bytes/token on English
+(``i_scripted.prompt_tokens`` / ``reference_tokens``: a GPT-2-style split, ~4.5 bytes/token on English
 prose, ~3 on code and Chinese, ~1.8 on id-dense JSON); there is no model in this sandbox.
 
 Method, per kind: sessions of anchored turns as the core sends them (system prompt and the core's
@@ -50,9 +50,9 @@ from i_budget.observations import FileStore, MemoryStore
 from i_compact.prompt import DEFAULT_PROMPT
 from i_core.bundled.prompts import DEFAULT_SYSTEM_PROMPT
 from i_core.compaction import render_transcript, summary_message
+from i_core.tools.schemas import BUILTIN_SCHEMAS
 from i_protocol.history import text_of
 from i_scripted import prompt_tokens, reference_tokens
-from i_core.tools.schemas import BUILTIN_SCHEMAS
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path("/work/shared")

@@ -1,7 +1,7 @@
 """Synthetic agent transcripts and a synthetic reference token counter for the budget benches.
 
 There is no real model in this sandbox, so "real usage" is SYNTHETIC: ``reference_tokens`` is the
-scripted model server's own counter (``i_core.scripted.reference_tokens``, documented there: GPT-2
+scripted model server's own counter (``i_scripted.reference_tokens``, documented there: GPT-2
 style split: optional leading space + a letter run, digit runs of up to 3, single punctuation,
 whitespace runs; letter runs longer than 7 cost one token per started 7 letters; every non-ASCII
 character costs one token), and ``request_tokens`` is its ``prompt_tokens`` of the same request on
@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from i_core.scripted import prompt_tokens
-from i_core.scripted import reference_tokens as reference_tokens  # re-exported: the benches import it from here
+from i_scripted import prompt_tokens
+from i_scripted import reference_tokens as reference_tokens  # re-exported: the benches import it from here
 
 WORDS = [
     "the",

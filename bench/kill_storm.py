@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from i_core.scripted import ScriptedModel
+from i_scripted import ScriptedModel
 
 try:
     from i_protocol.jsonsafe import loads_safe

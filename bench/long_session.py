@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
 from long_task import LongTask  # noqa: E402
 
-from i_core.scripted import ScriptedModel  # noqa: E402
+from i_scripted import ScriptedModel  # noqa: E402
 
 BIN = Path(sys.executable).parent
 NOTE_BYTES = {"english": 6_000, "chinese": 4_000, "ids": 4_000}

@@ -89,7 +89,7 @@ def main() -> int:
             print(f"using the configured model {config.get('model')} at {config.get('base_url')}", file=sys.stderr)
             result = run(argv)
         else:
-            from i_core.scripted import ScriptedModel
+            from i_scripted import ScriptedModel
 
             print(
                 f"NOTE: the configured model cannot be used ({why}); running against the project's SCRIPTED "

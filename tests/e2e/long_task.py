@@ -153,7 +153,7 @@ class LongTask:
         Like a capable model, it stays within ``cap`` output tokens (the request's max tokens):
         when every id does not fit, the oldest go first and the summary says how many.
         """
-        from i_core.scripted import reference_tokens
+        from i_scripted import reference_tokens
 
         text = "\n".join(str(m.get("content")) for m in messages)
         ids = sorted(set(_ID.findall(text)), key=lambda s: int(s.split("-")[2]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from i_core.scripted import ScriptedModel, reference_tokens
+from i_scripted import ScriptedModel, reference_tokens
 
 
 def test_budget_exhausted_without_compactor_fails_before_any_http(i, write_config, plugins, project):

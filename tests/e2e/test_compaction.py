@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from i_core.scripted import ScriptedModel
+from i_scripted import ScriptedModel
 
 FILLER = "The build log said: " + "step ok; " * 150  # ~1.4 KB per user message
 

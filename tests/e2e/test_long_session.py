@@ -13,7 +13,7 @@ import orjson
 import pytest
 from long_task import LongTask, kept
 
-from i_core.scripted import ScriptedModel, prompt_tokens
+from i_scripted import ScriptedModel, prompt_tokens
 
 CASES = [
     pytest.param("english", 32_000, "model", 10_000, id="english-32k-model"),

@@ -8,7 +8,7 @@ import os
 import orjson
 import pytest
 
-from i_core.scripted import ScriptedModel
+from i_scripted import ScriptedModel
 
 
 def test_cache_report_after_a_session(i, write_config, plugins, project, dirs):

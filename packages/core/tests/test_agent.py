@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from i_core.scripted import ScriptedModel
+from i_scripted import ScriptedModel
 
 HERE = Path(__file__).parent
 

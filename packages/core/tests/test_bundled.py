@@ -48,9 +48,9 @@ def test_approval_auto_allows_and_deny_tools_always_deny(bundled, dirs):
 @pytest.mark.parametrize(
     "config, message",
     [
-        ('{"mode":"yolo"}', 'mode must be "ask" or "auto"'),
+        ('{"mode":"yolo"}', 'mode must be one of ask, auto, got "yolo"'),
         ('{"deny_tools":"shell"}', "deny_tools must be an array"),
-        ('{"mode":"auto","extra":1}', "unknown field(s): extra"),
+        ('{"mode":"auto","extra":1}', "unknown field(s) extra; known fields: mode, deny_tools"),
         ("{broken", "is not valid JSON"),
     ],
 )

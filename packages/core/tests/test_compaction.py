@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from i_core.scripted import ScriptedModel
+from i_scripted import ScriptedModel
 
 HERE = Path(__file__).parent
 LONG = "word " * 400  # ~2 KB per user turn
@@ -347,7 +347,7 @@ def test_invalid_retained_images_commit_nothing(setup):
         setup.behave(fits_over=7000, cut="keep_two", summary="state", retained_images=[bad])
         result = setup.run(model.base_url, "next " + LONG)
     assert result.returncode == 5
-    assert "retained_images are invalid" in result.stderr
+    assert "returned invalid retained_images" in result.stderr
     assert setup.session.read_bytes() == before
 
 
@@ -375,5 +375,5 @@ def test_an_invalid_summary_cap_commits_nothing(setup):
         before = grow(setup, model)
         setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", max_tokens=0)
         result = setup.run(model.base_url, "next " + LONG)
-    assert result.returncode == 5 and "max_tokens must be a positive integer" in result.stderr
+    assert result.returncode == 5 and "not a positive integer" in result.stderr
     assert setup.session.read_bytes() == before

@@ -19,8 +19,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from i_core.scripted import ScriptedModel
-from i_core.session import loads_safe
+from i_protocol.jsonsafe import loads_safe
+from i_scripted import ScriptedModel
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 

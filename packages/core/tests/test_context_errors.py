@@ -11,8 +11,8 @@ import pytest
 
 from i_core.errors import EXIT_MODEL, ContextTooLong, ModelError
 from i_core.providers import AnthropicAdapter, OpenAIAdapter, ProviderError, context_rejection, exchange, get_adapter
-from i_core.scripted import ScriptedModel
 from i_core.transport import Transport, TransportError
+from i_scripted import ScriptedModel
 
 # The exact bodies the servers send.
 OPENAI = {

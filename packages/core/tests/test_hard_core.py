@@ -26,8 +26,8 @@ import pytest
 
 from i_core.config import parse_api_config
 from i_core.errors import ConfigError
-from i_core.scripted import ScriptedModel
 from i_core.transport import Transport, TransportError
+from i_scripted import ScriptedModel
 
 SLACK = 15.0  # seconds: process start-up, worker start-up, a loaded CI machine
 KEY_HINT = "never store credentials in the config; put the key in an environment variable and name it in api_key_env"
@@ -448,7 +448,7 @@ def test_a_before_save_hook_returning_an_invalid_history_exits_6(env, dirs, proj
     assert result.returncode == 6, result.stderr
     line = one_error_line(result)
     assert "history" in line and "system message" in line
-    assert f"before_save hook(s) {sys.executable} returned an invalid history" in line  # names the hook
+    assert f"hook failed on 'before_save': worker {sys.executable}" in line and "returned an invalid history" in line
     assert "nothing was saved" in line
     assert not (project / ".i" / "sessions" / "s.json").exists()
 
@@ -472,7 +472,7 @@ def test_a_session_load_hook_returning_an_invalid_history_is_named_and_the_file_
         result, _ = run_i(env, "-C", str(project), "--manifest", str(manifest), "--session-name", "s", "again")
     assert result.returncode == 6, result.stderr
     line = one_error_line(result)
-    assert "session_load hook(s)" in line and "returned an invalid history" in line
+    assert "hook failed on 'session_load'" in line and "returned an invalid history" in line
     assert "the saved history is invalid" not in line
 
 
@@ -574,3 +574,22 @@ def test_init_cleans_its_own_stale_temporaries(env, dirs) -> None:
     result, _ = run_i(env, "--runtime", "init", "--base-url", "http://127.0.0.1:9/v1")
     assert result.returncode == 0, result.stderr
     assert list(_temporaries(dirs["config"])) == []
+
+
+def test_a_saved_session_the_model_api_would_refuse_is_a_session_error_not_a_model_error(env, dirs, project) -> None:
+    # An image part whose data URL is not base64 passes no adapter: it is a corrupt session (exit 3)
+    # named as such before any request, not a model error (exit 4) that never names the file.
+    with ScriptedModel([{"text": "one"}, {"text": "never sent"}]) as model:
+        write_config(dirs, model.base_url)
+        first, _ = run_i(env, "-C", str(project), "--session-name", "s", "hi")
+        assert first.returncode == 0, first.stderr
+        path = project / ".i" / "sessions" / "s.json"
+        doc = orjson.loads(path.read_bytes())
+        doc["messages"][1]["content"] = [{"type": "image_url", "image_url": {"url": "data:image/png,abc"}}]
+        path.write_bytes(orjson.dumps(doc))
+        result, _ = run_i(env, "-C", str(project), "--session-name", "s", "again")
+        sent = len(model.requests)
+    assert result.returncode == 3, result.stderr
+    line = one_error_line(result)
+    assert str(path) in line and "the saved history is invalid" in line and "base64" in line
+    assert sent == 1  # only the first run's request

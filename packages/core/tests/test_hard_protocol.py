@@ -21,8 +21,8 @@ import pytest
 from i_core.errors import WorkerFailure
 from i_core.manifest import Exec
 from i_core.pool import WorkerPool, worker_name
-from i_core.scripted import ScriptedModel
 from i_protocol import paths_from_env
+from i_scripted import ScriptedModel
 
 LATIN1 = b"caf\xe9"  # "café" in ISO-8859-1
 
@@ -202,7 +202,10 @@ def test_the_pool_fails_at_once_when_a_worker_exits_leaving_a_grandchild(dirs, t
     try:
         first = pool.call(spec, "before_turn", {})["pid"]
         started = time.monotonic()
-        with pytest.raises(WorkerFailure, match=r"worker dies\.py exited with status 3 during the call"):
+        with pytest.raises(
+            WorkerFailure,
+            match=r"^hook failed on 'before_turn': worker \S+ \S+dies\.py exited with status 3 during the call$",
+        ):
             pool.call(spec, "before_turn", {"die": True})
         took = time.monotonic() - started
         assert took < 5.0, f"noticed after {took:.1f}s (the deadline is {pool.deadline}s)"

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from i_core.scripted import ScriptedModel
 from i_core.tools import ToolContext, ToolError, check_images, execute, prepare, tool_images
 from i_core.tools.deadline import PATTERN_DEADLINE
 from i_core.tools.globbing import compile_glob
+from i_scripted import ScriptedModel
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 16
 PNG_URL = "data:image/png;base64," + base64.b64encode(PNG).decode()

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from i_core.errors import WorkerFailure
+from i_core.hook_results import ToolResult
 from i_core.hooks import HookRunner
 from i_core.manifest import Exec, parse_manifest
 from i_core.pool import WorkerPool, worker_environment
@@ -114,7 +115,7 @@ def test_worker_environment_function_drops_everything_else():
     [
         ("hang", "did not answer within the deadline"),
         ("exit_mid", "closed its output mid-frame (exit status 7"),
-        ("banner", "not a JSON frame to stdout: 'FaultyWorker 1.0 ready'"),
+        ("banner", "sent an unreadable response: not a JSON frame: 'FaultyWorker 1.0 ready'"),
         ("wrong_id", "answered id 2 to request id 1"),
         ("list_data", "with list data, expected an object"),
         ("huge", "over the 50331648-byte limit"),
@@ -200,9 +201,9 @@ def test_external_tool_dispatch(pool, chain_exec, tmp_path):
         "m.json",
     )
     runner = HookRunner(manifest, pool, {})
-    assert runner.call_tool("shout", {"text": "hi"}) == {"output": "HI!"}
+    assert runner.tool("shout", {"text": "hi"}) == ToolResult("HI!", [])
     with pytest.raises(WorkerFailure, match="unknown tool 'nope'"):
-        runner.call_tool("nope", {})
+        runner.tool("nope", {})
 
 
 def test_workers_start_concurrently(pool, chain_exec, tmp_path):

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from i_core.errors import ModelError
 from i_core.providers import AnthropicAdapter, DeepSeekAdapter, OpenAIAdapter, ProviderError, exchange, get_adapter
-from i_core.scripted import ScriptedModel
 from i_core.transport import Transport
+from i_scripted import ScriptedModel
 
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
 TOOLS = [

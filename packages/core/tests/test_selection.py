@@ -11,7 +11,8 @@ import pytest
 from i_core.errors import ConfigError
 from i_core.initialise import initialise
 from i_core.modules import MODULES, PROFILES
-from i_core.selection import generate_manifest, load_active_manifest, load_bindings, load_plugins
+from i_core.plugins import load_bindings, load_plugins
+from i_core.selection import generate_manifest, load_active_manifest
 
 
 def make_exe(path: Path) -> Path:
@@ -98,7 +99,7 @@ def test_binding_replaces_every_entry_of_a_module_and_keeps_schemas(dirs, fake_w
         ({"compact": {"exec": ["/definitely/missing/worker"]}}, "is not an executable file"),
         ({"compact": {"exec": ["/bin/true"], "cwd": "rel"}}, "cwd must be an absolute path"),
         ({"compact": {"exec": ["/bin/true"], "cwd": "/definitely/missing"}}, "does not exist"),
-        ({"compact": {"exec": ["/bin/true"], "env": {}}}, "unknown binding field(s): env"),
+        ({"compact": {"exec": ["/bin/true"], "env": {}}}, "compact: unknown field(s) env; known fields: exec, cwd"),
         ({"compact": ["/bin/true"]}, "binding must be an object"),
     ],
 )
@@ -115,7 +116,7 @@ def test_invalid_bindings_are_errors_never_a_fallback(dirs, fake_workers, bindin
         ({"profile": "everything"}, "unknown profile 'everything'"),
         ({"disabled": ["webb"]}, "disabled module 'webb' is unknown"),
         ({"disabled": "web"}, "disabled must be an array"),
-        ({"profiles": "standard"}, "unknown field(s): profiles"),
+        ({"profiles": "standard"}, "unknown field(s) profiles; known fields: profile, disabled"),
     ],
 )
 def test_invalid_plugins_json(dirs, plugins, message):

@@ -10,8 +10,9 @@ import orjson
 import pytest
 
 from i_core.errors import SessionError
-from i_core.scripted import ScriptedModel
-from i_core.session import dumps_safe, loads_safe, open_session, session_path_for_name
+from i_core.session import dumps_safe, open_session, session_path_for_name
+from i_protocol.jsonsafe import loads_safe
+from i_scripted import ScriptedModel
 
 WID = "f29127b0-f512-4c6e-9e31-87d476d168ce"
 

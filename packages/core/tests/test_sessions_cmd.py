@@ -7,8 +7,8 @@ import time
 
 import orjson
 
-from i_core.scripted import ScriptedModel
-from i_core.session import loads_safe
+from i_protocol.jsonsafe import loads_safe
+from i_scripted import ScriptedModel
 
 
 def _config(dirs, model, **extra):

@@ -433,7 +433,7 @@ def test_e2e_explicit_config_file(spawn, workspace: Path, tmp_path: Path) -> Non
     [
         ({"roots": "x"}, "roots must be an array"),
         ({"roots": [""]}, "roots must be an array"),
-        ({"root": []}, "unknown field(s): root"),
+        ({"root": []}, "unknown field(s) root; known fields: roots"),
     ],
 )
 def test_e2e_bad_config_fails_the_call(

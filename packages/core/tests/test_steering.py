@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from i_core.agent import _steering_messages
 from i_core.approval import ApprovalGate
 from i_core.errors import WorkerFailure
+from i_core.hook_results import CHECKS
 from i_core.manifest import Manifest
 from i_core.selection import with_steering
 from i_protocol.host import WorkerProcess
@@ -98,6 +98,10 @@ def test_the_console_injects_steering_last_and_a_binding_replaces_it_with_queue_
     assert bound.hooks[-1].exec.argv == (str(replacement), "-v", "--queue", str(queue))
 
 
+def _steering_messages(append):
+    return CHECKS["before_turn"]({"append": append}, {}).append
+
+
 def test_before_turn_append_accepts_only_user_text_with_an_id():
     assert _steering_messages(None) == []
     good = [{"role": "user", "content": "hi", "_steering": "x", "extra": 1}]
@@ -117,12 +121,12 @@ class _Hooks:
         self.decide = decide
         self.seen: list[str] = []
 
-    def run(self, event, data):
-        # Like HookRunner.run: an event nobody handles passes its data through unchanged.
-        if event != "tool_approval" or self.decide is None:
-            return data
-        self.seen.append(data["decision"])
-        return {**data, "decision": self.decide(data)}
+    def checked(self, event, data):
+        # Like HookRunner.checked: an event nobody handles gives back its own data's result.
+        if event == "tool_approval" and self.decide is not None:
+            self.seen.append(data["decision"])
+            data = {**data, "decision": self.decide(data)}
+        return CHECKS[event](data, data)
 
 
 def _gate(hooks, answers):

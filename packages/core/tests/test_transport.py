@@ -11,8 +11,8 @@ import pytest
 
 from i_core.errors import ModelError
 from i_core.providers import exchange, get_adapter
-from i_core.scripted import ScriptedModel
 from i_core.transport import MAX_BODY_BYTES, StreamResult, Transport, TransportError
+from i_scripted import ScriptedModel
 
 OK = {"text": "fine"}
 BODY = {"model": "m", "messages": [{"role": "user", "content": "SECRET-PROMPT"}]}

@@ -58,7 +58,15 @@ def sleep(data: dict, request) -> dict:
 
 @worker.hook("exit")
 def hard_exit(data: dict, request) -> dict:
+    if data.get("stderr"):
+        os.write(2, data["stderr"].encode())
     os._exit(3)
+
+
+@worker.hook("complain_and_fail")
+def complain_and_fail(data: dict, request) -> dict:
+    os.write(2, b"a note on stderr\n")
+    raise WorkerError("budget.json: 'threshold' must be a number")
 
 
 @worker.hook("big")

@@ -36,7 +36,9 @@ def test_encode_refuses_unserialisable_and_escapes_lone_surrogates():
 @pytest.mark.parametrize(
     "line, message",
     [
-        (b"not json\n", "not valid JSON"),
+        (b"not json\n", "not a JSON frame: 'not json' .*logs belong on stderr"),
+        (b'{"id": 1, broken\n', r"not valid JSON \(.+\): '\{\"id\": 1, broken'"),
+        (b'{"id": 1, "x": "caf\xe9"}\n', "not valid UTF-8 \\(byte 0xe9 at offset 19\\)"),
         (b"[1,2]\n", "must be a JSON object"),
         (b'"text"\n', "must be a JSON object"),
     ],

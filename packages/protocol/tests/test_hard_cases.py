@@ -128,7 +128,10 @@ def test_a_worker_frame_with_raw_latin1_bytes_says_so_clearly(spawn, misbehaving
 
 def test_a_worker_frame_with_broken_json_is_not_called_a_log_line(spawn, misbehaving_argv):
     worker = spawn(misbehaving_argv("broken_json"))
-    with pytest.raises(CallError, match=r"sent an invalid JSON frame: .*'\{\"id\":1,\"data\":\{\"name\":\}'") as info:
+    with pytest.raises(
+        CallError,
+        match=r"sent an unreadable response: frame is not valid JSON \(.+\): '\{\"id\":1,\"data\":\{\"name\":\}'",
+    ) as info:
         worker.call("x", {})
     assert "logs belong on stderr" not in str(info.value)
 

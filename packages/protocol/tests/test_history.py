@@ -56,6 +56,10 @@ def test_a_complete_history_with_tool_batches_and_images_is_valid():
         ([SYSTEM, {"role": "user", "content": [{"type": "audio"}]}], "content[0]: part must be a text or image_url"),
         ([SYSTEM, {"role": "user", "content": [{"type": "text"}]}], "text part has no text"),
         ([SYSTEM, {"role": "user", "content": [{"type": "image_url", "image_url": {}}]}], "image_url part has no url"),
+        (
+            [SYSTEM, {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png,abc"}}]}],
+            "image data URL must be base64 encoded",
+        ),
         ([SYSTEM, {"role": "assistant", "content": None}], "neither content nor tool calls"),
         ([SYSTEM, {"role": "tool", "tool_call_id": "x", "content": "o"}], "answers no pending tool call"),
         ([SYSTEM, *batch("a")[:1]], "tool call(s) a have no result"),

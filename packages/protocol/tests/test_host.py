@@ -6,7 +6,7 @@ import time
 import pytest
 
 from i_protocol import CallError, CallTimeout, ErrorFrame
-from i_protocol.host import WorkerProcess
+from i_protocol.host import WorkerProcess, parse_response
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_kill_takes_the_whole_process_group(spawn, misbehaving_argv, worker_env,
 @pytest.mark.parametrize(
     "mode, message",
     [
-        ("banner", "not a JSON frame to stdout: 'Worker v1 starting up!'"),
+        ("banner", "sent an unreadable response: not a JSON frame: 'Worker v1 starting up!'"),
         ("wrong_id", "answered id 8 to request id 1"),
         ("list_data", "with list data, expected an object"),
         ("exit_mid", "closed its output mid-frame (exit status 1"),
@@ -129,8 +129,9 @@ def test_worker_that_exits_reports_its_status_and_stderr(spawn, fixture_argv):
 
 
 def test_missing_executable_is_a_clear_error(tmp_path):
-    with pytest.raises(CallError, match="cannot start worker"):
+    with pytest.raises(CallError, match=r"^worker no-such-worker could not be started: No such file") as info:
         WorkerProcess.spawn([str(tmp_path / "no-such-worker")])
+    assert isinstance(info.value.__cause__, FileNotFoundError)  # the cause is kept
 
 
 def test_close_is_graceful(spawn, fixture_argv):
@@ -138,3 +139,55 @@ def test_close_is_graceful(spawn, fixture_argv):
     worker.call("before_turn", {})
     worker.close()
     assert worker.process.returncode == 0
+
+
+def test_a_call_error_names_the_worker_once_and_keeps_the_problem_apart(spawn, fixture_argv):
+    worker = spawn(fixture_argv(), name="fixture")
+    with pytest.raises(ErrorFrame) as info:
+        worker.call("complain_and_fail", {})
+    error = info.value
+    assert str(error) == "worker fixture answered with an error: budget.json: 'threshold' must be a number"
+    assert error.worker == "fixture"
+    assert error.problem == "answered with an error: budget.json: 'threshold' must be a number"
+    # An error frame is the worker's own explanation: its stderr is not added to it.
+    assert "a note on stderr" not in str(error)
+
+
+def test_a_crash_ends_with_the_stderr_tail_once(spawn, fixture_argv):
+    worker = spawn(fixture_argv(), name="fixture")
+    with pytest.raises(CallError) as info:
+        worker.call("exit", {"stderr": "Traceback: the reason it died\n"})
+    message = str(info.value)
+    assert message.startswith("worker fixture closed its output before answering (exit status 3)")
+    assert message.endswith("; stderr: Traceback: the reason it died")
+    assert message.count("the reason it died") == 1 and message.count("fixture") == 1
+
+
+def test_a_timeout_says_how_long_the_deadline_was(spawn, fixture_argv):
+    worker = spawn(fixture_argv(), name="fixture")
+    with pytest.raises(CallTimeout, match=r"^worker fixture did not answer within the deadline of 0\.5 s$"):
+        worker.call("sleep", {"seconds": 60}, timeout=0.5)
+
+
+@pytest.mark.parametrize(
+    "line, kind, problem",
+    [
+        (b'{"id":3,"data":{"ok":true}}\n', None, None),
+        (b'{"id":3,"error":"no budget.json"}\n', ErrorFrame, "answered with an error: no budget.json"),
+        (b'{"id":3,"error":{"code":7}}\n', ErrorFrame, 'answered with an error: {"code":7}'),
+        (b'{"id":4,"data":{}}\n', CallError, "answered id 4 to request id 3"),
+        (b'{"id":true,"data":{}}\n', CallError, "answered id True to request id 3"),
+        (b'{"id":3,"data":[1]}\n', CallError, "answered with list data, expected an object"),
+        (b'{"id":3}\n', CallError, "answered with NoneType data, expected an object"),
+        (b"[3]\n", CallError, "sent an unreadable response: frame must be a JSON object, got list"),
+        (b"ready!\n", CallError, "sent an unreadable response: not a JSON frame: 'ready!'"),
+    ],
+)
+def test_parse_response_reads_one_answer_through_the_framing(line, kind, problem):
+    if kind is None:
+        assert parse_response(line, 3) == {"ok": True}
+        return
+    with pytest.raises(kind) as info:
+        parse_response(line, 3)
+    assert info.value.problem.startswith(problem)
+    assert info.value.worker is None  # the host that called names the worker

@@ -734,7 +734,7 @@ def test_a_malformed_rejection_is_an_error(local, rejection):
 
 def test_unknown_budget_fields_and_calibrate_are_clear_errors(local):
     history = [{"role": "system", "content": "s"}]
-    with pytest.raises(WorkerError, match=r"budget has unknown field\(s\): contex_window; known: "):
+    with pytest.raises(WorkerError, match=r"budget: unknown field\(s\) contex_window; known fields: context_window, "):
         local(request(history, budget={"context_window": 1_000, "contex_window": 2}))
     with pytest.raises(WorkerError, match=r"budget\.calibrate was removed in i-worker-budget 0\.2") as info:
         local(request(history, budget={"context_window": 1_000, "calibrate": True}))

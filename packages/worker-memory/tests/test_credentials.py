@@ -1,4 +1,5 @@
-"""Credential-looking keys and values are refused; ordinary text is not."""
+"""Credential-looking keys and values are refused (the REFUSE policy of i_protocol.secrets); ordinary
+text is not. Each form the old i_memory.credentials table caught keeps its case here."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from memory_harness import Env, tool, tool_error
 
-from i_memory.credentials import find_credential
+from i_memory.entry import refuse_credentials
+from i_memory.errors import MemoryStoreError
 from i_protocol.host import WorkerProcess
 
 # Built from parts so that no scanner mistakes this test file for a leak.
@@ -43,6 +45,16 @@ CREDENTIALS = [
     pytest.param("sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc", "Stripe", id="stripe"),
 ]
 
+# Forms the old table missed: memory stored them and re-injected them every turn.
+CREDENTIALS += [
+    pytest.param("DB_PASS=hunter2", "assigned", id="db-pass"),
+    pytest.param("mysql -uroot -pS3cret!", "MySQL password", id="mysql-p"),
+    pytest.param("login --password hunter2_x1", "--password", id="password-flag"),
+    pytest.param("Authorization: Basic dXNlcjpTM2NyZXQh", "HTTP Basic", id="basic"),
+    pytest.param("Cookie: sid=31d4d96e407aad42", "cookie", id="cookie"),
+    pytest.param("gl" + "pat-" + "xY7_zW3-vU9tS2rQ1pO0", "GitLab token", id="gitlab"),
+]
+
 ORDINARY = [
     "The build uses make -j4; run the tests with pytest -q.",
     "commit 3f9a2b7c4d1e8f0a9b2c3d4e5f6a7b8c9d0e1f2a fixed the flaky test",
@@ -66,29 +78,42 @@ ORDINARY = [
     "\u5bc6\u7801\u4fdd\u5b58\u5728\u73af\u5883\u53d8\u91cf DB_PASSWORD \u4e2d",
     "eyJ is how base64 JSON starts",
     "AKIA prefixes mark AWS key ids",
+    "mysql --password-file /run/secrets/db (a path, not a secret)",
+    "reset your password in the admin panel",
+    "user mia_li_3668 booked HAT136 on reservation EQ1G6C with gift_card_6847880",
 ]
+
+
+def refused(text: str) -> str | None:
+    """The refusal message for ``text`` as a value, or None when it would be stored."""
+    try:
+        refuse_credentials("memory_set", "value", text)
+    except MemoryStoreError as exc:
+        return str(exc)
+    return None
 
 
 @pytest.mark.parametrize(("text", "kind"), CREDENTIALS)
 def test_credentials_are_recognised(text: str, kind: str) -> None:
-    found = find_credential(text)
-    assert found is not None and kind in found.kind
+    message = refused(text)
+    assert message is not None and kind in message
+    assert text not in message
 
 
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_text_is_not_a_credential(text: str) -> None:
-    assert find_credential(text) is None
+    assert refused(text) is None
 
 
 @given(st.binary(min_size=20, max_size=32).map(bytes.hex))
 def test_hex_digests_are_never_credentials(digest: str) -> None:
-    assert find_credential(f"commit {digest}") is None
-    assert find_credential(digest) is None
+    assert refused(f"commit {digest}") is None
+    assert refused(digest) is None
 
 
 @given(st.uuids().map(str))
 def test_uuids_are_never_credentials(value: str) -> None:
-    assert find_credential(value) is None
+    assert refused(value) is None
 
 
 @given(
@@ -100,7 +125,7 @@ def test_uuids_are_never_credentials(value: str) -> None:
     )
 )
 def test_prose_is_never_a_credential(words: list[str]) -> None:
-    assert find_credential(" ".join(words)) is None
+    assert refused(" ".join(words)) is None
 
 
 def test_set_refuses_a_secret_value_with_advice_and_without_echoing_it(env: Env, worker: WorkerProcess) -> None:

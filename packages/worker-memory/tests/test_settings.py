@@ -20,13 +20,13 @@ def test_defaults() -> None:
     ("config", "expected"),
     [
         ({"enable": True}, "unknown field(s) enable; known fields: enabled, inject, max_entries"),
-        ({"enabled": "yes"}, "'enabled' must be true or false"),
-        ({"inject": 1}, "'inject' must be true or false"),
-        ({"max_entries": 0}, "'max_entries' must be an integer from 1 to 10000"),
+        ({"enabled": "yes"}, 'enabled must be true or false, got "yes"'),
+        ({"inject": 1}, "inject must be true or false, got 1"),
+        ({"max_entries": 0}, "max_entries must be an integer from 1 to 10000, got 0"),
         ({"max_entries": 10001}, "from 1 to 10000"),
-        ({"max_key_chars": True}, "'max_key_chars' must be an integer"),
-        ({"max_value_chars": 2.5}, "'max_value_chars' must be an integer"),
-        ({"max_total_bytes": 4 * 1024 * 1024 + 1}, "'max_total_bytes' must be an integer from 1 to 4194304"),
+        ({"max_key_chars": True}, "max_key_chars must be an integer from 1 to 1024, got true"),
+        ({"max_value_chars": 2.5}, "max_value_chars must be an integer from 1 to 1000000, got 2.5"),
+        ({"max_total_bytes": 4 * 1024 * 1024 + 1}, "max_total_bytes must be an integer from 1 to 4194304"),
     ],
 )
 def test_invalid_config_is_refused_by_name(config: dict, expected: str) -> None:
@@ -39,7 +39,7 @@ def test_invalid_config_file_fails_the_call_naming_the_file(env: Env) -> None:
     env.write_config({"max_entries": -1})
     worker = env.spawn()
     error = tool_error(worker, env, "memory_list")
-    assert str(env.config_file) in error and "'max_entries'" in error
+    assert str(env.config_file) in error and "max_entries must be an integer" in error
 
 
 def test_explicit_config_argument_wins(env: Env) -> None:

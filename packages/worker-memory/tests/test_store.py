@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import i_memory.store as store_module
+import i_protocol.files as files_module
 from i_memory import Limits, MemoryStore
 
 
@@ -22,18 +22,18 @@ class Counts:
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     seen = Counts()
-    real_lock, real_write = filelock.FileLock, store_module.atomic_write_bytes
+    real_lock, real_write = filelock.FileLock, files_module.atomic_write_bytes
 
     def counting_lock(*args: object, **kwargs: object) -> filelock.BaseFileLock:
         seen.locks += 1
         return real_lock(*args, **kwargs)  # type: ignore[arg-type]
 
-    def counting_write(path: object, data: bytes) -> None:
+    def counting_write(path: object, data: bytes, *args: object, **kwargs: object) -> None:
         seen.writes += 1
-        real_write(path, data)  # type: ignore[arg-type]
+        real_write(path, data, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(filelock, "FileLock", counting_lock)
-    monkeypatch.setattr(store_module, "atomic_write_bytes", counting_write)
+    monkeypatch.setattr(files_module, "atomic_write_bytes", counting_write)
     return seen
 
 

@@ -11,16 +11,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 from i_protocol.history import HistoryError, check_tool_calls, validate_history
 
 from .approval import ApprovalGate
-from .budget import Budget, BudgetCheck
+from .budget import Budget
 from .checkpoints import Checkpoints
 from .compaction import Compactor, Outcome
 from .config import ApiConfig
-from .errors import ContextTooLong, CoreError, ModelError, WorkerFailure
+from .errors import ContextTooLong, CoreError, ModelError
+from .hook_results import BudgetCheck
 from .model import ModelClient
 from .runtime import Runtime
 from .session import Session
@@ -28,6 +29,13 @@ from .snapshot import context_updates
 from .tool_calls import ToolPipeline
 
 MAX_AGENT_STEPS = 200
+
+
+class TextOut(Protocol):
+    """Where streamed answer text goes: a text stream, or the console's answer writer."""
+
+    def write(self, text: str, /) -> object: ...
+    def flush(self) -> None: ...
 
 
 @dataclass
@@ -41,7 +49,7 @@ class AgentOptions:
     ask: Callable[..., bool | str] | None = None
     preview: Callable[[Any], str | None] | None = None  # what the user sees of a prepared change (a diff)
     stream: bool | None = None
-    out: TextIO = field(default_factory=lambda: sys.stdout)
+    out: TextOut = field(default_factory=lambda: sys.stdout)
     progress: Callable[[str], None] = lambda _message: None
     max_steps: int = MAX_AGENT_STEPS
 
@@ -118,9 +126,7 @@ class Agent:
         """
         content: Any = text
         if text is not None:
-            content = self.hooks.run("user_input", {"content": text}).get("content", text)
-            if not isinstance(content, str | list):
-                raise WorkerFailure("user_input returned content that is neither text nor a list of parts")
+            content = self.hooks.checked("user_input", {"content": text})
         working = [*self.history, {"role": "user", "content": content}] if text is not None else list(self.history)
         self.stats.turns += 1
         for step in range(self.options.max_steps):
@@ -158,13 +164,13 @@ class Agent:
         self.options.out.flush()
 
     def _before_turn(self, working: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        data = self.hooks.run("before_turn", {"messages": working, "workspace": self.runtime.workspace})
-        appended = []
-        if "context" in data:
+        add = self.hooks.checked("before_turn", {"messages": working, "workspace": self.runtime.workspace})
+        appended: list[dict[str, Any]] = []
+        if add.context:
             injected = self.session.meta.get("context_state", {})
-            appended, state = context_updates(data["context"], injected)
+            appended, state = context_updates(add.context, injected)
             self.session.meta["context_state"] = state
-        appended = [*appended, *_steering_messages(data.get("append"))]
+        appended = [*appended, *add.append]
         return [*working, *appended] if appended else working
 
     def _request(
@@ -243,27 +249,3 @@ class Agent:
     def close(self) -> None:
         """Release the model client."""
         self.model.close()
-
-
-def _steering_messages(value: object) -> list[dict[str, Any]]:
-    """``before_turn``'s ``append``: queued user input (the console's steering), as user messages.
-
-    Only ``{"role": "user", "content": str, "_steering": id}`` is accepted, so a hook can add the
-    user's words at a request boundary but never a tool result or an assistant turn.
-    """
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise WorkerFailure("before_turn returned append that is not a list of user messages")
-    messages = []
-    for item in value:
-        if not (
-            isinstance(item, dict)
-            and item.get("role") == "user"
-            and isinstance(item.get("content"), str)
-            and item["content"].strip()
-            and isinstance(item.get("_steering"), str)
-        ):
-            raise WorkerFailure("before_turn's append must hold user messages with text content and a _steering id")
-        messages.append({"role": "user", "content": item["content"], "_steering": item["_steering"]})
-    return messages

@@ -15,8 +15,6 @@ from typing import Any
 from .errors import WorkerFailure
 from .hooks import HookRunner
 
-DECISIONS = ("allow", "ask", "deny")
-
 
 class ApprovalGate:
     """Decides tool calls for one session and remembers the user's per-session rules."""
@@ -45,14 +43,11 @@ class ApprovalGate:
         if rule == "allow" and default == "ask":
             default = "allow"
         try:
-            answer = self.hooks.run(
+            decision = self.hooks.checked(
                 "tool_approval", {"name": name, "arguments": arguments, "external": external, "decision": default}
             )
-        except WorkerFailure as exc:
+        except WorkerFailure as exc:  # a failed policy, or an answer other than allow/ask/deny
             return f"denied: the approval policy failed ({exc}); nothing was run"
-        decision = answer.get("decision")
-        if decision not in DECISIONS:
-            return f"denied: the approval policy answered {decision!r}, which is not allow/ask/deny; nothing was run"
         if decision == "allow":
             return None
         if decision == "deny":

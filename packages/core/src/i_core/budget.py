@@ -8,31 +8,35 @@ usage, the model and the history prefix it covered — is kept in the session me
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
-from i_protocol import BudgetVerdict, ProtocolError
 from i_protocol.history import is_summary
 
 from .config import ApiConfig
-from .errors import BudgetExhausted, WorkerFailure
+from .errors import BudgetExhausted
+from .hook_results import BudgetCheck
 from .hooks import HookRunner
 
-if TYPE_CHECKING:
-    from .compaction import Outcome
 
-Compact = Callable[[list[dict[str, Any]], "BudgetCheck", bool], "Outcome"]
+class CompactResult(Protocol):
+    """What ``enforce`` reads of a compaction attempt (``compaction.Outcome`` has these)."""
+
+    @property
+    def committed(self) -> bool: ...
+    @property
+    def history(self) -> list[dict[str, Any]]: ...
+    @property
+    def after(self) -> BudgetCheck | None: ...
+    @property
+    def check(self) -> str | None: ...
+    @property
+    def reason(self) -> str: ...
+
+
+Compact = Callable[[list[dict[str, Any]], "BudgetCheck", bool], CompactResult]
 """Runs one compaction attempt: ``compact(history, check, force)``; a committed outcome is applied."""
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetCheck:
-    """One ``context_budget`` answer: the full output (what ``compact_plan`` receives) and its verdict."""
-
-    output: dict[str, Any]
-    verdict: BudgetVerdict
 
 
 class Budget:
@@ -87,13 +91,8 @@ class Budget:
             data["force"] = True
         if rejection is not None:
             data["rejection"] = {key: value for key, value in rejection.items() if value is not None}
-        result = self.hooks.run("context_budget", data)
-        try:
-            verdict = BudgetVerdict.parse(result)
-        except ProtocolError as exc:
-            raise WorkerFailure(str(exc)) from None
-        result["cut"] = None  # a budget provider can never pre-select a cut for the compactor
-        return BudgetCheck(result, verdict)
+        check: BudgetCheck = self.hooks.checked("context_budget", data)
+        return check
 
     def enforce(
         self,

@@ -11,7 +11,7 @@ from typing import Any
 
 from i_protocol.history import HistoryError, validate_history
 
-from .errors import SessionError, WorkerFailure
+from .errors import SessionError
 from .hooks import HookRunner
 from .session import Session
 
@@ -32,38 +32,23 @@ class Checkpoints:
         try:
             validate_history(messages)
         except HistoryError as exc:
-            raise SessionError(f"{self.session.path}: the saved history is invalid: {exc}") from None
-        loaded = self.hooks.run("session_load", {"messages": messages, "path": str(self.session.path)})
-        messages = loaded.get("messages", messages)
-        self._check("session_load", messages, "the session was not loaded")
-        return list(messages)
+            raise SessionError(f"{self.session.path}: the saved history is invalid: {exc}") from exc
+        data = {"messages": messages, "path": str(self.session.path)}
+        return list(self.hooks.checked("session_load", data, consequence="the session was not loaded"))
 
     def system_prompt(self) -> str:
         """The bundled system prompt for this workspace, as the ``system_prompt`` hooks leave it."""
         from .bundled.prompts import DEFAULT_SYSTEM_PROMPT
 
-        prompt = DEFAULT_SYSTEM_PROMPT.replace("{{workspace}}", self.workspace)
-        result = self.hooks.run("system_prompt", {"prompt": prompt, "workspace": self.workspace})
-        prompt = result.get("prompt")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise WorkerFailure("system_prompt returned no non-empty prompt")
+        default = DEFAULT_SYSTEM_PROMPT.replace("{{workspace}}", self.workspace)
+        prompt: str = self.hooks.checked("system_prompt", {"prompt": default, "workspace": self.workspace})
         return prompt
 
     def save(self, messages: list[dict[str, Any]]) -> None:
         """Save a complete state through ``before_save`` / ``after_save`` (atomically)."""
         path = str(self.session.path)
-        messages = self.hooks.run("before_save", {"messages": messages, "path": path}).get("messages", messages)
-        self._check("before_save", messages, "nothing was saved, the last checkpoint is unchanged")
+        unchanged = "nothing was saved, the last checkpoint is unchanged"
+        messages = self.hooks.checked("before_save", {"messages": messages, "path": path}, consequence=unchanged)
+        validate_history(messages)  # the file never holds an invalid history, whoever built it
         self.session.write(list(messages))
         self.hooks.run("after_save", {"messages": messages, "path": path})
-
-    def _check(self, event: str, messages: object, consequence: str) -> None:
-        """The history after ``event`` must be valid; when a hook changed it, the hook is named."""
-        try:
-            validate_history(messages)
-        except HistoryError as exc:
-            hooks = self.hooks.subscribers(event)
-            if not hooks:
-                raise  # the core's own history: a bug, reported as such
-            labels = ", ".join(hook.module or hook.exec.argv[0] for hook in hooks)
-            raise WorkerFailure(f"{event} hook(s) {labels} returned an invalid history: {exc}; {consequence}") from None

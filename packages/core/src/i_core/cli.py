@@ -219,8 +219,9 @@ def cmd_cache_report(args: argparse.Namespace) -> int:
     """Run the cache module's report for a project (``<i-cache> report ...``)."""
     import subprocess
 
+    from .executables import module_exec
+    from .plugins import load_bindings
     from .pool import worker_environment
-    from .selection import load_bindings, module_exec
 
     paths = paths_from_env()
     where = module_exec("cache", load_bindings(Path(paths.config_dir)), Path(paths.config_dir))

@@ -16,9 +16,10 @@ import orjson
 
 from i_protocol.history import HistoryError, summary_marker, text_of, validate_history
 
-from .budget import Budget, BudgetCheck
+from .budget import Budget
 from .config import ApiConfig
-from .errors import CoreError, ModelError, WorkerFailure
+from .errors import CompactionError, HookResultError, ModelError, WorkerFailure
+from .hook_results import BudgetCheck, CompactPlan, PreparedSummary, Revision
 from .hooks import HookRunner
 from .model import ModelClient
 from .snapshot import restore_snapshots
@@ -39,16 +40,6 @@ MAX_AFTER_COMPACT_ROUNDS = 4
 """``after_compact`` may ask for further summary requests; the transaction fails after this many rounds."""
 FRAME_HEADROOM = 1 << 20
 """Room in a frame for what travels with the history (budget output, state, request context)."""
-MAX_CHUNKS = 64
-"""A ``before_compact`` that splits a prefix into more summary requests than this is refused."""
-
-
-class CompactionError(CoreError):
-    """A step of the compaction transaction failed; ``check`` names the step, nothing was committed."""
-
-    def __init__(self, check: str, message: str) -> None:
-        super().__init__(message)
-        self.check = check
 
 
 @dataclass
@@ -79,21 +70,6 @@ def summary_message(summary: str, images: list[dict[str, Any]] | None = None) ->
     text = f"{SUMMARY_OPEN}\n\n{summary}"
     content: Any = [{"type": "text", "text": text}, *images] if images else text
     return {"role": "user", "content": content, "_compaction": summary_marker()}
-
-
-def _retained_images(prepared: dict[str, Any]) -> list[dict[str, Any]]:
-    """``retained_images`` of ``before_compact``: image parts checked like any tool image."""
-    images = prepared.get("retained_images")
-    if not images:
-        return []
-    from .tools import ToolError, tool_images
-
-    try:
-        return tool_images(images)  # image parts only, rebuilt to hold nothing but their checked URL
-    except ToolError as exc:
-        raise CompactionError(
-            "invalid_candidate", f"before_compact retained_images are invalid: it returned {exc}"
-        ) from None
 
 
 def render_transcript(messages: list[dict[str, Any]]) -> str:
@@ -153,6 +129,8 @@ class Compactor:
             return self._attempt(history, check, force, outcome)
         except CompactionError as exc:
             return replace(outcome, check=exc.check, reason=str(exc))
+        except HookResultError as exc:  # a compactor broke the contract of its event: the check it broke
+            return replace(outcome, check=exc.check or "worker_failed", reason=str(exc))
         except WorkerFailure as exc:
             return replace(outcome, check="worker_failed", reason=str(exc))
         except ModelError as exc:
@@ -180,27 +158,21 @@ class Compactor:
         return None
 
     def _attempt(self, history: list[dict[str, Any]], check: BudgetCheck, force: bool, outcome: Outcome) -> Outcome:
-        # 1-2: plan. The core resets cut so that nothing can inherit one from the budget provider.
+        # 1-3: plan, checked. The core resets cut so that nothing can inherit one from the budget provider.
         plan_data = {**check.output, "history": history, "cut": None, "force": force}
-        plan = self.hooks.run("compact_plan", plan_data)
+        plan: CompactPlan = self.hooks.checked("compact_plan", plan_data)
         previous: int | None = None
         while True:
-            cut = plan.get("cut")
-            state = plan.get("state") if isinstance(plan.get("state"), dict) else {}
-            outcome.state, outcome.cut = state, cut if isinstance(cut, int) and not isinstance(cut, bool) else None
-            if cut is None:
-                detail = plan.get("detail")
-                reason = str(plan.get("reason") or "compactor declined")
-                if isinstance(detail, str) and detail:
-                    reason = f"{reason}: {detail}"
-                return replace(outcome, check="declined", reason=reason)
-            self._check_cut(history, cut)
+            outcome.state, outcome.cut = plan.state, plan.cut
+            if plan.cut is None:
+                return replace(outcome, check="declined", reason=plan.reason)
+            cut = plan.cut
             if previous is not None and cut <= previous:
                 raise CompactionError(
                     "candidate_over_budget",
                     f"the candidate at cut {previous} did not fit and compact_plan's second cut {cut} is not later",
                 )
-            candidate, summary = self._candidate(history, cut, state, outcome)
+            candidate, summary = self._candidate(history, cut, plan.state, outcome)
             after = self.budget.check(candidate, self.tools)
             assert after is not None  # the budget module answered the first check
             outcome.comparable_after = after.verdict.comparable_estimate
@@ -213,14 +185,12 @@ class Compactor:
                 )
             # One more plan, told that this cut was too early; never more than once.
             previous = cut
-            plan = self.hooks.run(
-                "compact_plan",
-                {
-                    **plan_data,
-                    "state": outcome.state,
-                    "previous_attempt": {"cut": cut, "reason": "candidate_over_budget"},
-                },
-            )
+            retry = {
+                **plan_data,
+                "state": outcome.state,
+                "previous_attempt": {"cut": cut, "reason": "candidate_over_budget"},
+            }
+            plan = self.hooks.checked("compact_plan", retry)
         self._check_reduction(check, after)
         return replace(
             outcome,
@@ -231,25 +201,11 @@ class Compactor:
             reason=f"comparable estimate {outcome.comparable_before} -> {outcome.comparable_after}",
         )
 
-    def _check_cut(self, history: list[dict[str, Any]], cut: object) -> None:
-        # 3: the cut must leave a summarisable prefix and start the suffix at a user/assistant message.
-        if isinstance(cut, bool) or not isinstance(cut, int) or not 2 <= cut < len(history):
-            raise CompactionError(
-                "invalid_cut", f"compact_plan returned an invalid cut {cut!r} (need 2 <= cut < {len(history)})"
-            )
-        if history[cut].get("role") not in ("user", "assistant"):
-            raise CompactionError(
-                "invalid_cut",
-                f"compact_plan cut at index {cut} is a "
-                f"{history[cut].get('role')!r} message, inside a tool batch; it must "
-                "be a user or assistant message",
-            )
-
     def _candidate(
         self, history: list[dict[str, Any]], cut: int, state: dict[str, Any], outcome: Outcome
     ) -> tuple[list[dict[str, Any]], str]:
         # 4: prepare — a local summary, or prompts and transcripts for model summary requests.
-        prepared = self.hooks.run(
+        prepared: PreparedSummary = self.hooks.checked(
             "before_compact",
             {
                 "messages": history[1:cut],
@@ -260,91 +216,48 @@ class Compactor:
                 "workspace": self.workspace,
             },
         )
-        state = prepared.get("state") if isinstance(prepared.get("state"), dict) else state
-        retained = _retained_images(prepared)
-        if "summary" in prepared:
-            summary = prepared["summary"]
-            if not isinstance(summary, str) or not summary.strip():
-                raise CompactionError(
-                    "summary_reply_invalid", "before_compact returned an empty or non-text local summary"
-                )
-        else:
-            summary = self._model_summary(prepared)
+        summary = prepared.summary if prepared.summary is not None else self._model_summary(prepared)
         # 5: post-process; after_compact may ask for further requests (bounded rounds).
-        summary, state = self._post_process(summary, state)
+        summary, state = self._post_process(summary, prepared.state)
         outcome.state = state
         # 6: candidate = system + untrusted summary + untouched suffix, snapshots restored.
-        candidate = [history[0], summary_message(summary, retained), *history[cut:]]
+        candidate = [history[0], summary_message(summary, prepared.retained_images), *history[cut:]]
         candidate = restore_snapshots(candidate, self.context_state)
-        committed = self.hooks.run("before_compact_commit", {"messages": candidate, "cut": cut})
-        candidate = committed.get("messages", candidate)
+        candidate = self.hooks.checked("before_compact_commit", {"messages": candidate, "cut": cut})
         try:
             validate_history(candidate)
         except HistoryError as exc:
-            raise CompactionError("invalid_candidate", f"the compacted history is invalid: {exc}") from None
+            raise CompactionError("invalid_candidate", f"the compacted history is invalid: {exc}") from exc
         return candidate, summary
 
     def _post_process(self, summary: str, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         for round_number in range(1, MAX_AFTER_COMPACT_ROUNDS + 1):
-            final = self.hooks.run("after_compact", {"summary": summary, "state": state, "round": round_number})
-            state = final.get("state") if isinstance(final.get("state"), dict) else state
-            request = final.get("request")
-            if request is None:
-                text = final.get("summary")
-                if not isinstance(text, str) or not text.strip():
-                    raise CompactionError(
-                        "summary_reply_invalid", "after_compact returned an empty or non-text summary"
-                    )
-                return text, state
+            revision: Revision = self.hooks.checked(
+                "after_compact", {"summary": summary, "state": state, "round": round_number}
+            )
+            state = revision.state
+            if revision.request is None:
+                assert revision.summary is not None  # the checker's contract: a summary or a request
+                return revision.summary, state
             if round_number == MAX_AFTER_COMPACT_ROUNDS:
                 break
-            prompt, messages = self._prepared_request(request, "after_compact request")
-            summary = self._send(summary_request(prompt, messages, summary), f"revision {round_number}")
+            request = summary_request(revision.request.prompt, revision.request.messages, summary)
+            summary = self._send(request, f"revision {round_number}")
         raise CompactionError(
             "rounds_exceeded",
             f"after_compact asked for more than {MAX_AFTER_COMPACT_ROUNDS - 1} further summary requests",
         )
 
-    def _model_summary(self, prepared: dict[str, Any]) -> str:
-        chunks = prepared.get("chunks")
-        images = prepared.get("summary_images") or []
-        if not isinstance(images, list):
-            raise CompactionError("summary_reply_invalid", "before_compact summary_images must be a list")
-        cap = self._summary_cap(prepared)
-        if chunks is None:
-            prompt, messages = self._prepared_request(prepared, "before_compact")
-            return self._send(summary_request(prompt, messages, None, images), "summary", cap)
-        if not isinstance(chunks, list) or not chunks or len(chunks) > MAX_CHUNKS:
-            raise CompactionError(
-                "summary_reply_invalid", f"before_compact chunks must be a list of 1 to {MAX_CHUNKS} prepared requests"
-            )
+    def _model_summary(self, prepared: PreparedSummary) -> str:
+        cap = min(prepared.max_tokens, self.config.max_tokens) if prepared.max_tokens is not None else None
         summary: str | None = None
-        for index, chunk in enumerate(chunks):
-            prompt, messages = self._prepared_request(chunk, f"before_compact chunks[{index}]")
-            request = summary_request(prompt, messages, summary, images if index == len(chunks) - 1 else None)
-            summary = self._send(request, f"part {index + 1} of {len(chunks)}", cap)
-        assert summary is not None
+        count = len(prepared.requests)
+        for index, chunk in enumerate(prepared.requests):
+            images = prepared.summary_images if index == count - 1 else None
+            request = summary_request(chunk.prompt, chunk.messages, summary, images)
+            summary = self._send(request, "summary" if count == 1 else f"part {index + 1} of {count}", cap)
+        assert summary is not None  # the checker's contract: at least one request
         return summary
-
-    def _prepared_request(self, prepared: object, where: str) -> tuple[str, list[dict[str, Any]]]:
-        prompt = prepared.get("prompt") if isinstance(prepared, dict) else None
-        messages = prepared.get("messages") if isinstance(prepared, dict) else None
-        if not isinstance(prompt, str) or not prompt.strip() or not isinstance(messages, list):
-            raise CompactionError(
-                "summary_reply_invalid", f"{where} returned neither a local summary nor a prompt with messages"
-            )
-        return prompt, messages
-
-    def _summary_cap(self, prepared: dict[str, Any]) -> int | None:
-        """``before_compact``'s ``max_tokens`` for the summary replies (at most the configured max)."""
-        cap = prepared.get("max_tokens")
-        if cap is None:
-            return None
-        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-            raise CompactionError(
-                "summary_reply_invalid", f"before_compact max_tokens must be a positive integer, got {cap!r}"
-            )
-        return min(cap, self.config.max_tokens)
 
     def _send(self, request: list[dict[str, Any]], what: str, max_tokens: int | None = None) -> str:
         # Each summary request must fit too, counted without the (unused) tool schemas.

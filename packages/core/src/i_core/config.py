@@ -239,6 +239,7 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 3600:
         raise ConfigError(f"{source}: timeout must be a number of seconds between 1 and 3600")
     retries = _int(raw, "retries", source, 0, 10, 3)
+    assert isinstance(base_url, str)  # checked above, with the scheme and host
     return ApiConfig(
         protocol=protocol,
         base_url=base_url.rstrip("/"),

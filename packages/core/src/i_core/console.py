@@ -398,7 +398,7 @@ def run_console(argv: list[str]) -> int:
             stream=False if args.no_stream else None,
             progress=screen.progress,
             out=_AnswerStream(None if args.json else screen),
-        )  # type: ignore[arg-type]
+        )
         agent = Agent(runtime, config, session, options)
         meter = _UsageMeter(agent)
         answer: str | None = None

@@ -1,5 +1,25 @@
 """The core's expected failures, each with the exit code the `i` command uses for it.
 
+Every class is defined here (other modules import them) and drawn once::
+
+    * CoreError ............... 1   base; reaching the user as it is would be a bug
+      + ConfigError ........... 3   a configuration file, manifest, profile or binding is invalid
+      + SessionError .......... 3   a session file is unreadable, corrupt or of another workspace
+      + ModelError ............ 4   the model API failed or answered something unusable
+        - ProviderError ....... 4   a request could not be built, or the answer has the wrong shape
+        - TransportError ...... 4   the endpoint was unreachable or answered an HTTP error
+        - ContextTooLong ...... 4   the server refused the request as too long (recovered once)
+      + BudgetExhausted ....... 5   the next request cannot fit and nothing could compact it
+      + WorkerFailure ......... 6   a worker call failed (the worker was evicted)
+        - HookResultError ..... 6   a hook answered, but not what its event must return
+      + CompactionError ....... 1   a compaction step refused; becomes the attempt's outcome
+      + ToolError ............. 1   a tool call failed; becomes the tool result the model reads
+
+The last two never end a run: the compaction transaction and the tool-call pipeline turn them
+into an outcome and a tool error, so one that reaches the user is a bug (exit 1). The history
+format's ``HistoryError`` lives with its validator (``i_protocol.history``); a history that
+breaks it can only come from a hook, so the command line maps it to exit 6 too.
+
 Exit codes of `i`: 0 done, 1 an internal error (a bug: the one line says so), 2 usage,
 3 configuration, session or a file or folder the run needs, 4 model/API, 5 budget exhausted,
 6 worker failure, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
@@ -10,7 +30,31 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-EXIT_OK = 0
+__all__ = [
+    "EXIT_BUDGET",
+    "EXIT_CONFIG",
+    "EXIT_FAILURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_MODEL",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "EXIT_WORKER",
+    "BudgetExhausted",
+    "CompactionError",
+    "ConfigError",
+    "ContextTooLong",
+    "CoreError",
+    "HookResultError",
+    "ModelError",
+    "ProviderError",
+    "SessionError",
+    "ToolError",
+    "TransportError",
+    "WorkerFailure",
+    "blocking_file",
+    "os_problem",
+]
+
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_CONFIG = 3
@@ -33,10 +77,10 @@ class ConfigError(CoreError):
     exit_code = EXIT_CONFIG
 
 
-class WorkerFailure(CoreError):
-    """A worker call failed (the worker has been evicted)."""
+class SessionError(CoreError):
+    """A session file is unreadable, corrupt or belongs to another workspace."""
 
-    exit_code = EXIT_WORKER
+    exit_code = EXIT_CONFIG
 
 
 class ModelError(CoreError):
@@ -45,16 +89,21 @@ class ModelError(CoreError):
     exit_code = EXIT_MODEL
 
 
-class BudgetExhausted(CoreError):
-    """The next request cannot fit the context budget and nothing could compact it."""
-
-    exit_code = EXIT_BUDGET
+class ProviderError(ModelError):
+    """A model request could not be built, or the model's answer has an unusable shape."""
 
 
-class SessionError(CoreError):
-    """A session file is unreadable, corrupt or belongs to another workspace."""
+class TransportError(ModelError):
+    """The model endpoint could not be reached or answered with an error or an unusable body.
 
-    exit_code = EXIT_CONFIG
+    ``status`` is the HTTP status (None when no response came); ``provider_message`` is the
+    provider's own error text when it gave one. Messages never include request bodies or headers.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, provider_message: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.provider_message = provider_message
 
 
 class ContextTooLong(ModelError):
@@ -90,6 +139,42 @@ class ContextTooLong(ModelError):
         if self.input_tokens is not None:
             return f"{text} ({self.input_tokens} tokens)"
         return f"{text}: {self.provider_message}" if self.provider_message else text
+
+
+class BudgetExhausted(CoreError):
+    """The next request cannot fit the context budget and nothing could compact it."""
+
+    exit_code = EXIT_BUDGET
+
+
+class WorkerFailure(CoreError):
+    """A worker call failed (the worker has been evicted)."""
+
+    exit_code = EXIT_WORKER
+
+
+class HookResultError(WorkerFailure):
+    """A hook answered, but not with what its event must return (``hook_results``).
+
+    ``check`` names the rule for the compaction events (``invalid_cut``, ``summary_reply_invalid``,
+    ``invalid_candidate``), so that a refused compaction reports the same check whoever found it.
+    """
+
+    def __init__(self, message: str, *, check: str | None = None) -> None:
+        super().__init__(message)
+        self.check = check
+
+
+class CompactionError(CoreError):
+    """A step of the compaction transaction failed; ``check`` names the step, nothing was committed."""
+
+    def __init__(self, check: str, message: str) -> None:
+        super().__init__(message)
+        self.check = check
+
+
+class ToolError(CoreError):
+    """An expected tool failure; the agent loop returns its message to the model as a tool error."""
 
 
 def blocking_file(path: str | os.PathLike[str]) -> Path | None:

@@ -1,12 +1,19 @@
-"""Running hooks and external tools of a manifest through the worker pool."""
+"""Running hooks and external tools of a manifest through the worker pool.
+
+An event nobody handles costs nothing: ``run`` hands back the very data it was given (the
+documented pass-through: "unchanged"), so callers call it without asking ``has`` first. ``has``
+is for the few decisions that depend on a worker being installed (is there a compactor, is
+budgeting on).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import WorkerFailure
-from .manifest import HookEntry, Manifest
-from .pool import WorkerPool
+from .errors import HookResultError, WorkerFailure
+from .hook_results import CHECKS, Checker, ToolResult
+from .manifest import HookEntry, Manifest, ToolEntry
+from .pool import WorkerPool, describe_worker
 
 
 class HookRunner:
@@ -27,25 +34,60 @@ class HookRunner:
         return found
 
     def has(self, event: str) -> bool:
-        """True when at least one hook handles ``event``."""
+        """True when at least one hook handles ``event`` (for decisions, not to guard ``run``)."""
         return bool(self.subscribers(event))
 
     def run(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
-        """Pass ``data`` through every subscriber of ``event``; an event nobody handles costs nothing."""
+        """Pass ``data`` through every subscriber of ``event``; with none, ``data`` itself comes back."""
         for hook in self.subscribers(event):
-            try:
-                data = self.pool.call(hook.exec, event, data, self.context)
-            except WorkerFailure as exc:
-                label = hook.module or hook.exec.argv[0]
-                raise WorkerFailure(f"hook {label!r} failed on {event!r}: {exc}") from None
+            data = self.pool.call(hook.exec, event, data, self.context, module=hook.module)
         return data
 
-    def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Run the external tool ``name`` and return its result object (``output``, ``images``)."""
+    def checked(self, event: str, data: dict[str, Any], *, consequence: str | None = None) -> Any:
+        """``run``, with each hook's answer checked against what ``event`` must return (``hook_results``).
+
+        Returns the event's typed result (of ``data`` itself when nobody handles the event). A
+        broken contract is a ``HookResultError`` naming the event, the hook and what it returned,
+        then ``consequence`` (what the core did not do because of it) when given.
+        """
+        check = CHECKS[event]
+        hooks = self.subscribers(event)
+        if not hooks:
+            return check(data, data)
+        result = None
+        for hook in hooks:
+            answer = self.pool.call(hook.exec, event, data, self.context, module=hook.module)
+            result = _checked(check, answer, data, f"hook failed on {event!r}", hook, consequence)
+            data = answer
+        return result
+
+    def tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run the external tool ``name``; its answer must hold a text ``output`` (images are checked per batch)."""
+        tool = self._tool(name)
+        sent = {"name": name, "arguments": arguments}
+        answer = self.pool.call(tool.exec, "tool", sent, self.context, module=tool.module)
+        result: ToolResult = _checked(CHECKS["tool"], answer, sent, f"tool {name!r} failed", tool)
+        return result
+
+    def _tool(self, name: str) -> ToolEntry:
         tool = self.manifest.tool(name)
         if tool is None:
             raise WorkerFailure(f"unknown tool {name!r}")
-        try:
-            return self.pool.call(tool.exec, "tool", {"name": name, "arguments": arguments}, self.context)
-        except WorkerFailure as exc:
-            raise WorkerFailure(f"tool {name!r} failed: {exc}") from None
+        return tool
+
+
+def _checked(
+    check: Checker,
+    answer: dict[str, Any],
+    sent: dict[str, Any],
+    what: str,
+    entry: HookEntry | ToolEntry,
+    consequence: str | None = None,
+) -> Any:
+    try:
+        return check(answer, sent)
+    except HookResultError as exc:
+        message = f"{what}: worker {describe_worker(entry.exec, entry.module)} {exc}"
+        if consequence:
+            message += f"; {consequence}"
+        raise HookResultError(message, check=exc.check) from exc

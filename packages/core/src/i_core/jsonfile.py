@@ -81,7 +81,7 @@ def remove_stale_temporaries(
     """
     now = time.time() if now is None else now
     accept = targets if callable(targets) else (lambda _name: True) if targets is None else targets.__contains__
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:

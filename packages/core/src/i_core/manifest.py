@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from i_protocol.errors import SettingsError
+from i_protocol.settings import require_argv
+
 from .errors import ConfigError
 from .events import BUILTIN_TOOLS, EVENTS
 
@@ -90,7 +93,8 @@ class Manifest:
     def execs(self) -> list[Exec]:
         """Every distinct worker program the manifest names, in first-use order."""
         seen: dict[tuple[tuple[str, ...], str], Exec] = {}
-        for entry in (*self.hooks, *self.tools):
+        entries: list[HookEntry | ToolEntry] = [*self.hooks, *self.tools]
+        for entry in entries:
             seen.setdefault(entry.exec.key, entry.exec)
         if self.provider is not None:
             seen.setdefault(self.provider.key, self.provider)
@@ -116,13 +120,9 @@ def resolve_cwd(raw: object, base_dir: Path, where: str) -> str:
     return str(resolved)
 
 
-def resolve_exec(raw: object, cwd: str, where: str, search_path: str | None = None) -> tuple[str, ...]:
-    """Validate an argv array and resolve argv[0] to an absolute executable path."""
-    if isinstance(raw, str):
-        raise ConfigError(f"{where}.exec must be an argv array, not a shell string: {raw!r}")
-    if not isinstance(raw, list) or not raw or not all(isinstance(part, str) for part in raw):
-        raise ConfigError(f"{where}.exec must be a non-empty array of strings")
-    program = raw[0]
+def resolve_exec(argv: list[str], cwd: str, where: str, search_path: str | None = None) -> tuple[str, ...]:
+    """Resolve argv[0] of a checked argv array to an absolute executable path."""
+    program = argv[0]
     if not program:
         raise ConfigError(f"{where}.exec[0] is empty")
     if os.sep in program or (os.altsep and os.altsep in program):
@@ -136,12 +136,16 @@ def resolve_exec(raw: object, cwd: str, where: str, search_path: str | None = No
         if found is None:
             raise ConfigError(f"{where}.exec[0] {program!r} was not found on PATH")
         resolved = os.path.abspath(found)
-    return (resolved, *raw[1:])
+    return (resolved, *argv[1:])
 
 
 def _parse_exec(entry: dict[str, Any], base_dir: Path, where: str) -> Exec:
     cwd = resolve_cwd(entry.get("cwd"), base_dir, where)
-    return Exec(argv=resolve_exec(entry.get("exec"), cwd, where), cwd=cwd)
+    try:
+        argv = require_argv(entry, "exec", file=None, at=where)  # ``where`` already names the file
+    except SettingsError as exc:
+        raise ConfigError(str(exc)) from exc
+    return Exec(argv=resolve_exec(argv, cwd, where), cwd=cwd)
 
 
 def _parse_tool(entry: object, base_dir: Path, where: str, seen: set[str]) -> ToolEntry:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .config import ApiConfig, origin_of
-from .errors import ModelError, WorkerFailure
+from .config import ApiConfig
+from .hook_results import RequestChange
 from .hooks import HookRunner
 from .providers import ModelReply, get_adapter
 from .transport import Transport
@@ -52,43 +52,39 @@ class ModelClient:
             stream=self.stream,
             extra_body=self.config.extra_body,
         )
-        meta: dict[str, Any] = {"request": self.requests + 1}
-        if self.hooks.has("before_request"):
-            prepared = self.hooks.run(
-                "before_request",
-                {
-                    "url": url,
-                    "body": body,
-                    "protocol": self.config.protocol,
-                    "model": self.config.model,
-                    "budget": self.config.budget,
-                    "request_meta": meta,
-                },
-            )
-            url, body, meta = self._checked(prepared, url)
+        prepared: RequestChange = self.hooks.checked(
+            "before_request",
+            {
+                "url": url,
+                "body": body,
+                "protocol": self.config.protocol,
+                "model": self.config.model,
+                "budget": self.config.budget,
+                "request_meta": {"request": self.requests + 1},
+            },
+        )
+        url, body, meta = prepared.url, prepared.body, prepared.meta
         headers = self.adapter.headers(self.config.api_key())
 
         def on_retry(attempt: int, reason: str) -> None:
             self.retries += 1
-            if self.hooks.has("request_retry"):
-                self.hooks.run(
-                    "request_retry",
-                    {"request_meta": meta, "attempt": attempt, "reason": reason, "protocol": self.config.protocol},
-                )
+            self.hooks.run(
+                "request_retry",
+                {"request_meta": meta, "attempt": attempt, "reason": reason, "protocol": self.config.protocol},
+            )
 
         def on_raw(response: dict[str, Any]) -> None:
             # Observers see the provider's answer before the adapter validates it (seed 001 §6), so
             # usage is recorded even for a reply the adapter then rejects.
-            if self.hooks.has("after_response"):
-                self.hooks.run(
-                    "after_response",
-                    {
-                        "response": response,
-                        "request_meta": meta,
-                        "protocol": self.config.protocol,
-                        "model": self.config.model,
-                    },
-                )
+            self.hooks.run(
+                "after_response",
+                {
+                    "response": response,
+                    "request_meta": meta,
+                    "protocol": self.config.protocol,
+                    "model": self.config.model,
+                },
+            )
 
         self.requests += 1
         from .providers import exchange
@@ -98,15 +94,3 @@ class ModelClient:
         )
         self.last_usage = reply.usage
         return reply
-
-    def _checked(self, prepared: dict[str, Any], url: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        new_url = prepared.get("url", url)
-        body = prepared.get("body")
-        meta = prepared.get("request_meta", {})
-        if not isinstance(new_url, str) or origin_of(new_url) != origin_of(url):
-            raise ModelError(f"a before_request hook tried to change the request origin to {new_url!r}; refused")
-        if not isinstance(body, dict):
-            raise WorkerFailure("before_request returned no body object")
-        if not isinstance(meta, dict):
-            raise WorkerFailure("before_request returned a request_meta that is not an object")
-        return new_url, body, meta

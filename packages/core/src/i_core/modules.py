@@ -117,8 +117,3 @@ PROFILES: dict[str, tuple[str, ...]] = {
 
 CONSOLE_MODULES = ("steering",)
 """Modules the console adds itself: profiles and plugins.json's ``disabled`` do not remove them."""
-
-
-def profile_modules(profile: str) -> tuple[str, ...]:
-    """The modules a profile selects, in hook order; unknown profiles are a KeyError."""
-    return PROFILES[profile]

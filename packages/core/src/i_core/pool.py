@@ -4,25 +4,65 @@ No replay: a failed call is not retried. Any failure (timeout, protocol violatio
 the worker exiting mid-call) evicts the worker and kills its whole process group; a later call
 starts a fresh one. Every group is registered with i-protocol's reaper, so workers and their
 children die with the core even when it is SIGKILLed (see packages/protocol/README.md).
+
+A failure is one ``WorkerFailure`` whose message names the call, the worker (module and
+command) and the problem once each; the host's ``CallError`` stays attached as its cause.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import threading
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
-from i_protocol import CallError, ErrorFrame, Paths
-from i_protocol.host import WorkerProcess
+from i_protocol import CallError, Paths
+from i_protocol.host import DEFAULT_DEADLINE_S, WorkerProcess
+from i_protocol.host import DEFAULT_STDERR_LIMIT as DEFAULT_IO_LIMIT
 
 from .errors import WorkerFailure
 from .manifest import Exec
 
-DEADLINE_S = 15.0
-DEFAULT_IO_LIMIT = 1024 * 1024
+__all__ = [
+    "DEFAULT_IO_LIMIT",
+    "HostedWorker",
+    "Spawn",
+    "WorkerPool",
+    "describe_worker",
+    "worker_environment",
+    "worker_name",
+]
+
 # The only variables a worker inherits (plus the four I_*_DIR): never API keys, never the approval token.
 _PASSED_THROUGH = ("PATH", "SystemRoot", "TEMP", "TMP", "HOME", "USERPROFILE")
+
+
+class HostedWorker(Protocol):
+    """What the pool needs of a started worker: ``i_protocol.host.WorkerProcess`` or a test double."""
+
+    @property
+    def alive(self) -> bool:
+        """True while the worker may be called again."""
+        ...
+
+    def call(
+        self, event: str, data: dict[str, Any], *, context: Mapping[str, Any] | None = None, timeout: float = ...
+    ) -> dict[str, Any]:
+        """One request and its answer's ``data``; a ``CallError`` when the call failed."""
+        ...
+
+    def kill(self) -> None:
+        """Stop the worker at once (after a failure)."""
+        ...
+
+    def close(self, grace: float = ...) -> None:
+        """Stop the worker gracefully (at the end of a run)."""
+        ...
+
+
+Spawn = Callable[[Exec], HostedWorker]
+"""Starts the worker of one ``Exec``; raises ``CallError`` when it cannot."""
 
 
 def worker_name(argv: tuple[str, ...] | list[str]) -> str:
@@ -39,6 +79,12 @@ def worker_name(argv: tuple[str, ...] | list[str]) -> str:
     return os.path.basename(script) if script else base
 
 
+def describe_worker(spec: Exec, module: str | None = None) -> str:
+    """``module (command)``, or the command alone for a worker that is no module."""
+    command = shlex.join(spec.argv)
+    return f"{module} ({command})" if module else command
+
+
 def worker_environment(paths: Paths, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The cleared environment of a worker: PATH, PYTHONUTF8=1, a few OS basics, I_*_DIR."""
     source = os.environ if environ is None else environ
@@ -49,77 +95,92 @@ def worker_environment(paths: Paths, environ: Mapping[str, str] | None = None) -
 
 
 class WorkerPool:
-    """Persistent workers keyed by (argv, cwd); the only global mutable state of the core."""
+    """Persistent workers keyed by (argv, cwd); the only global mutable state of the core.
+
+    ``spawn`` starts one worker (default: a real process with the cleared environment), so the
+    pool can also be run on in-process doubles.
+    """
 
     def __init__(
         self,
         paths: Paths,
         *,
         io_limit_bytes: int = DEFAULT_IO_LIMIT,
-        deadline: float = DEADLINE_S,
+        deadline: float = DEFAULT_DEADLINE_S,
         environ: Mapping[str, str] | None = None,
+        spawn: Spawn | None = None,
     ) -> None:
         self._env = worker_environment(paths, environ)
         self._io_limit = io_limit_bytes
+        self._spawn = spawn or self._spawn_process
         self.deadline = deadline
-        self._workers: dict[tuple[tuple[str, ...], str], WorkerProcess] = {}
+        self._workers: dict[tuple[tuple[str, ...], str], HostedWorker] = {}
         self._lock = threading.Lock()
         self.closed = False
+
+    def _spawn_process(self, spec: Exec) -> WorkerProcess:
+        return WorkerProcess.spawn(
+            spec.argv, cwd=spec.cwd, env=self._env, stderr_limit=self._io_limit, name=worker_name(spec.argv)
+        )
 
     def start(self, specs: Iterable[Exec]) -> None:
         """Start every worker that is not running yet, without waiting for any of them.
 
         The interpreters start in parallel, so the first turn does not pay each start-up in series.
+        A worker that cannot start is reported by the first real call to it, with that call's context.
         """
         for spec in specs:
             try:
                 self._get(spec)
-            except WorkerFailure:
-                # Reported by the first real call to that worker, with its context.
+            except (CallError, WorkerFailure):
                 continue
 
-    def _get(self, spec: Exec) -> WorkerProcess:
+    def _get(self, spec: Exec) -> HostedWorker:
         with self._lock:
             if self.closed:
                 raise WorkerFailure("the worker pool is closed")
             worker = self._workers.get(spec.key)
-            if worker is not None and not worker.broken and worker.process.poll() is None:
+            if worker is not None and worker.alive:
                 return worker
             if worker is not None:
                 self._workers.pop(spec.key, None)
                 worker.kill()
-            try:
-                worker = WorkerProcess.spawn(
-                    spec.argv, cwd=spec.cwd, env=self._env, stderr_limit=self._io_limit, name=worker_name(spec.argv)
-                )
-            except CallError as exc:
-                raise WorkerFailure(str(exc)) from None
+            worker = self._spawn(spec)
             self._workers[spec.key] = worker
             return worker
 
     def call(
-        self, spec: Exec, event: str, data: dict[str, Any], context: Mapping[str, Any] | None = None
+        self,
+        spec: Exec,
+        event: str,
+        data: dict[str, Any],
+        context: Mapping[str, Any] | None = None,
+        *,
+        module: str | None = None,
     ) -> dict[str, Any]:
-        """One call under the deadline; on any failure the worker is evicted and killed."""
-        worker = self._get(spec)
+        """One call under the deadline; on any failure the worker is evicted and killed.
+
+        ``module`` names the worker in the one ``WorkerFailure`` a failure becomes (with the
+        host's ``CallError`` as its cause): ``hook failed on 'EVENT': worker MODULE (COMMAND) PROBLEM``,
+        or ``tool 'NAME' failed: ...`` for the ``tool`` event.
+        """
+        worker: HostedWorker | None = None
         try:
+            worker = self._get(spec)
             return worker.call(event, data, context=context, timeout=self.deadline)
         except CallError as exc:
-            self._evict(spec, worker)
-            message = str(exc)
-            if not isinstance(exc, ErrorFrame):
-                tail = worker.stderr.tail(400)
-                if tail and tail not in message:
-                    message += f"; worker stderr: {tail}"
-            raise WorkerFailure(message) from None
+            if worker is not None:
+                self._evict(spec, worker)
+            what = f"tool {data.get('name')!r} failed" if event == "tool" else f"hook failed on {event!r}"
+            raise WorkerFailure(f"{what}: worker {describe_worker(spec, module)} {exc.problem}") from exc
 
-    def _evict(self, spec: Exec, worker: WorkerProcess) -> None:
+    def _evict(self, spec: Exec, worker: HostedWorker) -> None:
         with self._lock:
             if self._workers.get(spec.key) is worker:
                 del self._workers[spec.key]
         worker.kill()
 
-    def running(self) -> list[WorkerProcess]:
+    def running(self) -> list[HostedWorker]:
         """The live workers (for diagnostics and tests)."""
         with self._lock:
             return list(self._workers.values())

@@ -5,13 +5,13 @@ Saves replace the file atomically, so a crash or a failed turn leaves the last c
 checkpoint. Text that cannot be encoded as strict UTF-8 (lone surrogates from a bad decode) is
 kept losslessly through JSON ``\\u`` escapes instead of failing the save.
 
-One writer at a time: ``<session>.json.lock`` is held (filelock's ``FileLock``: ``flock`` on Unix)
-while the session is open. The lock file stays after the run: the lock is the kernel's lock on
-that file's inode, and unlinking a lock file another process may already have opened lets it lock
-the deleted inode while a third process creates and locks a new one — two writers (filelock keeps
-Unix lock files for this reason: tox-dev/filelock#574). The one exception is a *private* session,
-a fresh path this run made up and told nobody: it is locked only at its first save, so a run that
-saves nothing leaves nothing behind.
+One writer at a time: ``<session>.json.lock`` is held (``i_protocol.files.acquire_lock``: filelock's
+``FileLock``, ``flock`` on Unix) while the session is open. The lock file stays after the run: the
+lock is the kernel's lock on that file's inode, and unlinking a lock file another process may
+already have opened lets it lock the deleted inode while a third process creates and locks a new
+one — two writers (filelock keeps Unix lock files for this reason: tox-dev/filelock#574). The one
+exception is a *private* session, a fresh path this run made up and told nobody: it is locked only
+at its first save, so a run that saves nothing leaves nothing behind.
 
 Opening a session removes stale atomic-write temporaries in its folder (see
 ``jsonfile.remove_stale_temporaries``): this session's own at once, since its lock is held; other
@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from i_protocol import atomic_write_bytes
-from i_protocol.jsonsafe import dumps_safe, loads_safe  # one lossless policy for lone surrogates
+from i_protocol.errors import FileDecodeError, FileTooLarge, LockTimeout
+from i_protocol.files import acquire_lock, read_json
+from i_protocol.jsonsafe import dumps_safe  # one lossless policy for lone surrogates
 
 from .errors import SessionError, os_problem
 from .jsonfile import remove_stale_temporaries
@@ -145,33 +147,26 @@ def _own_targets(path: Path) -> set[str]:
 
 def _lock(path: Path) -> Any:
     """The acquired lock of the session at ``path`` (``<path>.lock``), or a SessionError."""
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(str(path) + ".lock", timeout=0)
     try:
-        lock.acquire()
-    except Timeout:
+        return acquire_lock(path, timeout=0)
+    except LockTimeout:
         raise SessionError(f"{path}: the session is in use by another i process") from None
     except OSError as exc:
         raise SessionError(f"{path}: cannot lock the session: {os_problem(exc)}") from None
-    return lock
 
 
 def _read(path: Path, workspace: str, workspace_id: str) -> Session:
     if not path.exists():
         return Session(path=path, workspace=workspace, workspace_id=workspace_id)
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_SESSION_BYTES + 1)
+        doc = read_json(path, MAX_SESSION_BYTES, what="session", lossless=True)
     except OSError as exc:
         raise SessionError(f"{path}: cannot read session: {exc.strerror or exc}") from None
-    if len(raw) > MAX_SESSION_BYTES:
-        raise SessionError(f"{path}: session is larger than {MAX_SESSION_BYTES} bytes")
-    try:
-        doc = loads_safe(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except FileTooLarge as exc:
+        raise SessionError(str(exc)) from None
+    except FileDecodeError as exc:
         raise SessionError(
-            f"{path}: session file is corrupt or truncated ({exc}); it was left untouched — "
+            f"{path}: session file is corrupt or truncated ({exc.reason}); it was left untouched — "
             "restore it from a backup or start a new session"
         ) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("messages"), list):
@@ -182,7 +177,7 @@ def _read(path: Path, workspace: str, workspace_id: str) -> Session:
             f"({doc.get('workspace')!r}, id {doc.get('workspace_id')}); "
             f"the current workspace is {workspace!r} (id {workspace_id})"
         )
-    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    meta: dict[str, Any] = doc["meta"] if isinstance(doc.get("meta"), dict) else {}
     return Session(path=path, workspace=workspace, workspace_id=workspace_id, messages=doc["messages"], meta=meta)
 
 

@@ -16,10 +16,9 @@ import orjson
 
 from .approval import ApprovalGate
 from .budget import Budget, tool_output_limit, truncate_utf8
-from .errors import WorkerFailure
+from .errors import HookResultError, ToolError, WorkerFailure
 from .hooks import HookRunner
 from .manifest import Manifest
-from .tools.contract import ToolError
 
 DEFAULT_TOOL_OUTPUT_BYTES = 50_000
 
@@ -104,10 +103,7 @@ class ToolPipeline:
         from .tools import BUILTIN_NAMES, FREE_TOOLS, execute, prepare
 
         name, raw = call["function"]["name"], call["function"]["arguments"]
-        changed = self.hooks.run("before_tool", {"name": name, "arguments": raw, "id": call["id"]})
-        name, raw = changed.get("name", name), changed.get("arguments", raw)
-        if not isinstance(name, str) or not isinstance(raw, str):
-            raise WorkerFailure("before_tool must return name and arguments as strings")
+        name, raw = self.hooks.checked("before_tool", {"name": name, "arguments": raw, "id": call["id"]})
         try:
             arguments = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError as exc:
@@ -128,29 +124,16 @@ class ToolPipeline:
         if prepared is not None:
             done = execute(prepared, self.context)
             return name, CallResult(done.output, list(done.images), done.is_error)
-        answer = self.hooks.call_tool(name, arguments)
-        output = answer.get("output")
-        if not isinstance(output, str):
-            return name, _error(f"tool {name} returned no text output")
-        images = answer.get("images")  # checked (and refused unless image parts) by run_batch
-        return name, CallResult(output, [] if images is None else images)
+        answer = self.hooks.tool(name, arguments)  # its images are checked (image parts only) by run_batch
+        return name, CallResult(answer.output, answer.images)
 
     def _after(self, call: dict[str, Any], name: str, result: CallResult) -> CallResult:
-        data = self.hooks.run(
-            "after_tool",
-            {
-                "name": name,
-                "id": call["id"],
-                "output": result.output,
-                "images": result.images,
-                "is_error": result.is_error,
-            },
-        )
-        output = data.get("output", result.output)
-        if not isinstance(output, str):
-            return CallResult("error: after_tool returned no text output", is_error=True)
-        images = data.get("images", result.images) or []
-        return CallResult(output, images, result.is_error)
+        sent = {"name": name, "id": call["id"], "output": result.output, "images": result.images}
+        try:
+            changed = self.hooks.checked("after_tool", {**sent, "is_error": result.is_error})
+        except HookResultError as exc:
+            return _error(str(exc))
+        return CallResult(changed.output, changed.images, result.is_error)
 
 
 def _error(text: str) -> CallResult:

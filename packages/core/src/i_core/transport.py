@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .errors import ModelError
+from .errors import ModelError, TransportError
 from .providers.rejection import context_rejection
 
 if TYPE_CHECKING:
@@ -38,19 +38,6 @@ MAX_RETRY_AFTER = 60.0
 STREAM_IDLE_LIMIT = 300.0
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _SNIPPET = 300
-
-
-class TransportError(ModelError):
-    """The model endpoint could not be reached or answered with an error or an unusable body.
-
-    ``status`` is the HTTP status (None when no response came); ``provider_message`` is the
-    provider's own error text when it gave one. Messages never include request bodies or headers.
-    """
-
-    def __init__(self, message: str, *, status: int | None = None, provider_message: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.provider_message = provider_message
 
 
 class _Expired(Exception):
@@ -258,7 +245,7 @@ class Transport:
         if retry_after is not None:
             return min(max(retry_after, 0.0), MAX_RETRY_AFTER)
         base = self.backoff * (2 ** (attempt - 1))
-        return base + random.uniform(0, base / 2)
+        return float(base + random.uniform(0, base / 2))
 
     def _attempt(
         self,
@@ -413,13 +400,11 @@ def _provider_message(raw: bytes) -> str | None:
     if not isinstance(body, dict):
         return None
     error = body.get("error")
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"]
-    if isinstance(error, str):
-        return error
-    if isinstance(body.get("message"), str):
-        return body["message"]
-    return None
+    message = error.get("message") if isinstance(error, dict) else error
+    if isinstance(message, str):
+        return message
+    message = body.get("message")
+    return message if isinstance(message, str) else None
 
 
 def _snippet(raw: bytes) -> str:

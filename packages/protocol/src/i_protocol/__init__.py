@@ -1,7 +1,10 @@
 """i-protocol: the NDJSON contract between the i core and its workers.
 
 Worker authors need only ``Worker``, ``Request`` and ``WorkerError``; hosts use
-``i_protocol.host.WorkerProcess`` (imported on demand so that workers start fast).
+``i_protocol.host.WorkerProcess`` (imported on demand so that workers start fast). The shared
+contracts every package uses live in their own modules, imported where needed:
+``i_protocol.history`` (the history format), ``i_protocol.secrets`` (secret patterns),
+``i_protocol.files`` (bounded reads, locked updates), ``i_protocol.settings`` (field checks).
 """
 
 from .__about__ import PROTOCOL_VERSION, __version__
@@ -15,8 +18,14 @@ from .errors import (
     ConfigError,
     ContextError,
     ErrorFrame,
+    FileDecodeError,
+    FileError,
+    FileTooLarge,
     FrameError,
+    HistoryError,
+    LockTimeout,
     ProtocolError,
+    SettingsError,
     WorkerError,
     WorkspaceError,
 )
@@ -32,10 +41,16 @@ __all__ = [
     "ConfigError",
     "ContextError",
     "ErrorFrame",
+    "FileDecodeError",
+    "FileError",
+    "FileTooLarge",
     "FrameError",
+    "HistoryError",
+    "LockTimeout",
     "Paths",
     "ProtocolError",
     "Request",
+    "SettingsError",
     "Worker",
     "WorkerConfig",
     "WorkerError",

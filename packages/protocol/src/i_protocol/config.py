@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import orjson
-
-from .errors import ConfigError
-from .jsonsafe import loads_safe
+from .errors import ConfigError, FileError
+from .files import read_json
 
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -53,18 +51,13 @@ def discover_config_path(module: str, config_dir: str, explicit: str | None = No
 def read_json_object(path: str, *, what: str = "config", limit: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
     """Read a JSON object of at most ``limit`` bytes; every failure is a ConfigError naming the file."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(limit + 1)
+        data = read_json(path, limit, what=what, lossless=True)
     except FileNotFoundError:
         raise ConfigError(f"{path}: {what} does not exist") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    if len(raw) > limit:
-        raise ConfigError(f"{path}: {what} is larger than {limit} bytes")
-    try:
-        data = loads_safe(raw)
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: {what} is not valid JSON: {exc}") from None
+    except FileError as exc:
+        raise ConfigError(str(exc)) from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: {what} must be a JSON object, got {type(data).__name__}")
     return data

@@ -33,7 +33,11 @@ def encode_frame(message: dict[str, Any]) -> bytes:
 
 
 def decode_frame(line: bytes) -> dict[str, Any]:
-    """Parse one frame (with or without its newline) into a JSON object."""
+    """Parse one frame (with or without its newline) into a JSON object.
+
+    A FrameError says what the line is instead (with its first bytes), so that either side can
+    name the peer's mistake: a log line on the protocol stream, text that is not UTF-8, broken JSON.
+    """
     if len(line) > MAX_FRAME_BYTES:
         raise FrameError(f"frame of {len(line)} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
     try:
@@ -46,15 +50,18 @@ def decode_frame(line: bytes) -> dict[str, Any]:
 
 
 def describe_invalid(line: bytes, exc: Exception) -> str:
-    """Why ``line`` is not a frame, naming the first byte that is not UTF-8 when that is the cause."""
+    """Why ``line`` is not a frame: not JSON at all (a log line?), not UTF-8, or broken JSON."""
+    preview = line[:80].decode("utf-8", "backslashreplace").strip()
+    if not line.lstrip().startswith(b"{"):
+        return f"not a JSON frame: {preview!r} (a protocol stream carries frames only; logs belong on stderr)"
     bad = utf8_error(line)
     if bad is not None:
         return (
-            f"frame is not valid UTF-8 ({bad}): frames are UTF-8 JSON, and undecodable text must be "
-            "sent as a JSON escape of its lone surrogate (\\udce9 for the byte 0xe9, as Python's "
+            f"frame is not valid UTF-8 ({bad}): {preview!r}; frames are UTF-8 JSON, and undecodable text "
+            "must be sent as a JSON escape of its lone surrogate (\\udce9 for the byte 0xe9, as Python's "
             "json.dumps writes it)"
         )
-    return f"frame is not valid JSON: {exc}"
+    return f"frame is not valid JSON ({exc}): {preview!r}"
 
 
 def peek_id(line: bytes) -> int | None:

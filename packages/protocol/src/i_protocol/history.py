@@ -96,6 +96,10 @@ def _check_content(message: dict[str, Any], where: str) -> None:
             url = part.get("image_url", {}).get("url") if isinstance(part.get("image_url"), dict) else None
             if not isinstance(url, str):
                 raise HistoryError(f"{where}.content[{j}]: image_url part has no url")
+            if url.startswith("data:") and ";base64," not in url[: url.find(",") + 1]:
+                raise HistoryError(
+                    f"{where}.content[{j}]: image data URL must be base64 encoded (data:<type>;base64,...)"
+                )
 
 
 def check_tool_calls(calls: object, where: str) -> list[str]:

@@ -26,14 +26,14 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
 from .errors import CallError, CallTimeout, ErrorFrame, FrameError
-from .framing import MAX_FRAME_BYTES, encode_frame, is_unsigned_id
-from .jsonsafe import dumps_safe, loads_safe, utf8_error
+from .framing import MAX_FRAME_BYTES, decode_frame, encode_frame, is_unsigned_id
+from .jsonsafe import dumps_safe
 
 DEFAULT_DEADLINE_S = 15.0
+"""Seconds one call may take (SPEC §3.2): serialisation, the write and the wait for the answer."""
 DEFAULT_STDERR_LIMIT = 1024 * 1024
+"""Bytes of a worker's stderr kept (the most recent ones); the core's ``io_limit_bytes`` default."""
 _READ_CHUNK = 1 << 20
 
 
@@ -209,6 +209,28 @@ class StderrDrain:
         self._thread.join(timeout)
 
 
+def parse_response(line: bytes, request_id: int) -> dict[str, Any]:
+    """The ``data`` of the response ``line`` to request ``request_id``, or the CallError it is.
+
+    An error frame is an ``ErrorFrame``; a line that is no frame, another id, or data that is not
+    an object is a ``CallError``. For hosts that run a worker in their own process, and the tests.
+    """
+    try:
+        frame = decode_frame(line)
+    except FrameError as exc:
+        raise CallError(f"sent an unreadable response: {exc}") from exc
+    got = frame.get("id")
+    if not is_unsigned_id(got) or got != request_id:
+        raise CallError(f"answered id {got!r} to request id {request_id}")
+    if "error" in frame:
+        error = frame["error"]
+        raise ErrorFrame(f"answered with an error: {error if isinstance(error, str) else dumps_safe(error).decode()}")
+    data = frame.get("data")
+    if not isinstance(data, dict):
+        raise CallError(f"answered with {type(data).__name__} data, expected an object")
+    return data
+
+
 class WorkerProcess:
     """One running worker: sequential calls over its stdin/stdout, stderr drained and bounded."""
 
@@ -217,6 +239,7 @@ class WorkerProcess:
     ) -> None:
         self.process = process
         self.name = name
+        self._timeout = DEFAULT_DEADLINE_S
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         self._in_fd = process.stdin.fileno()
         self._out_fd = process.stdout.fileno()
@@ -273,7 +296,8 @@ class WorkerProcess:
                 close_fds=True,
             )
         except OSError as exc:
-            raise CallError(f"cannot start worker {list(argv)!r}: {exc.strerror or exc}") from None
+            problem = f"could not be started: {exc.strerror or exc} ({list(argv)!r})"
+            raise CallError(problem, worker=name or os.path.basename(argv[0])) from exc
         return cls(
             process, name=name or os.path.basename(argv[0]), stderr_limit=stderr_limit, die_with_host=die_with_host
         )
@@ -282,6 +306,11 @@ class WorkerProcess:
     def pid(self) -> int:
         """The worker's process id (also its process group id)."""
         return self.process.pid
+
+    @property
+    def alive(self) -> bool:
+        """True while the process runs and no call has broken it: it may be called again."""
+        return not self.broken and self.process.poll() is None
 
     def call(
         self,
@@ -293,41 +322,57 @@ class WorkerProcess:
     ) -> dict[str, Any]:
         """Send one request and return its ``data``; any failure marks this worker broken.
 
-        The deadline covers serialisation, the write and the wait for the answer.
+        The deadline covers serialisation, the write and the wait for the answer. Every
+        ``CallError`` names this worker and, unless the worker answered with an error frame, ends
+        with the tail of its stderr (what usually explains a crash or a protocol violation).
         """
         deadline = time.monotonic() + timeout
         with self._lock:
-            if self.broken:
-                raise CallError(f"worker {self.name} is broken and cannot be called again")
-            request_id = self._next_id
-            self._next_id += 1
-            message: dict[str, Any] = {"id": request_id, "event": event}
-            if context:
-                message.update(context)
-            message["data"] = data
             try:
-                frame = encode_frame(message)
+                if self.broken:
+                    raise CallError("is broken and cannot be called again")
+                self._timeout = timeout
+                request_id = self._next_id
+                self._next_id += 1
+                message: dict[str, Any] = {"id": request_id, "event": event}
+                if context:
+                    message.update(context)
+                message["data"] = data
+                try:
+                    frame = encode_frame(message)
+                except FrameError as exc:
+                    raise CallError(f"could not be sent the request: {exc}") from exc
                 self._write(frame, deadline)
-                line = self._read_line(deadline)
-                return self._parse(line, request_id, event)
-            except CallError:
-                self.broken = True
+                return parse_response(self._read_line(deadline), request_id)
+            except CallError as exc:
+                self._failed(exc)
                 raise
-            except FrameError as exc:
-                self.broken = True
-                raise CallError(f"worker {self.name}, event {event!r}: {exc}") from None
 
     def call_frame(self, frame: bytes, *, timeout: float = DEFAULT_DEADLINE_S) -> bytes:
         """Send a pre-encoded frame and return the raw response line (for benchmarks and tests)."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            self._write(frame, deadline)
-            return self._read_line(deadline)
+            self._timeout = timeout
+            try:
+                self._write(frame, deadline)
+                return self._read_line(deadline)
+            except CallError as exc:
+                self._failed(exc)
+                raise
+
+    def _failed(self, exc: CallError) -> None:
+        """Mark this worker broken and complete ``exc`` (raised by this call) with its name and stderr."""
+        self.broken = True
+        exc.worker = self.name
+        if not isinstance(exc, ErrorFrame):
+            tail = self.stderr.tail(500)
+            if tail and tail not in exc.problem:
+                exc.problem += f"; stderr: {tail}"
 
     def _remaining(self, deadline: float, what: str) -> float:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise CallTimeout(f"worker {self.name} did not {what} within the deadline")
+            raise CallTimeout(f"did not {what} within the deadline of {self._timeout:g} s")
         return remaining
 
     def _wait(self, deadline: float, what: str) -> float:
@@ -349,8 +394,7 @@ class WorkerProcess:
                 how = f"was killed by signal {-code}"
         else:
             how = f"exited with status {code}"
-        tail = self.stderr.tail(500)
-        raise CallError(f"worker {self.name} {how} during the call" + (f"; stderr: {tail}" if tail else ""))
+        raise CallError(f"{how} during the call")
 
     def _write(self, frame: bytes, deadline: float) -> None:
         view = memoryview(frame)
@@ -360,7 +404,7 @@ class WorkerProcess:
             except BlockingIOError:
                 written = 0
             except (BrokenPipeError, OSError) as exc:
-                raise CallError(f"worker {self.name} closed its input ({self._exit_note(exc)})") from None
+                raise CallError(f"closed its input ({self._exit_note(exc)})") from exc
             view = view[written:]
             if view:
                 for key, _ in self._writable.select(self._wait(deadline, "accept the request")):
@@ -379,7 +423,7 @@ class WorkerProcess:
                 del buffer[: newline + 1]
                 return line
             if len(buffer) >= MAX_FRAME_BYTES:
-                raise CallError(f"worker {self.name} sent a response frame over the {MAX_FRAME_BYTES}-byte limit")
+                raise CallError(f"sent a response frame over the {MAX_FRAME_BYTES}-byte limit")
             scan_from = len(buffer)
             # Wait first: right after a write the answer is almost never there yet.
             readable = exited = False
@@ -400,48 +444,9 @@ class WorkerProcess:
                     continue  # an answer written just before the exit is still an answer
                 if chunk is not None:
                     what = "mid-frame" if buffer else "before answering"
-                    raise CallError(f"worker {self.name} closed its output {what} ({self._exit_note()})")
+                    raise CallError(f"closed its output {what} ({self._exit_note()})")
                 if exited:
                     self._died()
-
-    def _parse(self, line: bytes, request_id: int, event: str) -> dict[str, Any]:
-        if len(line) > MAX_FRAME_BYTES:
-            raise CallError(f"worker {self.name} sent a response frame over the {MAX_FRAME_BYTES}-byte limit")
-        try:
-            frame = loads_safe(line)
-        except orjson.JSONDecodeError as exc:
-            raise CallError(self._describe_invalid(line, exc)) from None
-        if not isinstance(frame, dict):
-            raise CallError(f"worker {self.name} sent a {type(frame).__name__} frame, expected an object")
-        got = frame.get("id")
-        if not is_unsigned_id(got) or got != request_id:
-            raise CallError(f"worker {self.name} answered id {got!r} to request id {request_id}")
-        if "error" in frame:
-            error = frame["error"]
-            text = error if isinstance(error, str) else dumps_safe(error).decode()
-            raise ErrorFrame(f"worker {self.name} failed {event!r}: {text}")
-        data = frame.get("data")
-        if not isinstance(data, dict):
-            raise CallError(
-                f"worker {self.name} answered {event!r} with {type(data).__name__} data, expected an object"
-            )
-        return data
-
-    def _describe_invalid(self, line: bytes, exc: Exception) -> str:
-        preview = line[:80].decode("utf-8", "backslashreplace").strip()
-        if not line.lstrip().startswith(b"{"):
-            return (
-                f"worker {self.name} wrote something that is not a JSON frame to stdout: {preview!r} "
-                "(stdout is reserved for protocol frames; logs belong on stderr)"
-            )
-        bad = utf8_error(line)
-        if bad is not None:
-            return (
-                f"worker {self.name} sent a frame that is not valid UTF-8 ({bad}): {preview!r}; frames are "
-                "UTF-8 JSON, and undecodable text must be sent as a JSON escape of its lone surrogate "
-                "(\\udce9 for the byte 0xe9, as Python's json.dumps writes it)"
-            )
-        return f"worker {self.name} sent an invalid JSON frame: {exc}: {preview!r}"
 
     def _exit_note(self, exc: BaseException | None = None) -> str:
         code = self.process.poll()
@@ -450,9 +455,7 @@ class WorkerProcess:
                 code = self.process.wait(0.2)
             except subprocess.TimeoutExpired:
                 return str(exc) if exc else "still running"
-        note = f"exit status {code}"
-        tail = self.stderr.tail(500)
-        return f"{note}; stderr: {tail}" if tail else note
+        return f"exit status {code}"
 
     def close(self, grace: float = 2.0) -> None:
         """Shut down: close stdin, wait, SIGTERM the group, wait, SIGKILL the group."""

@@ -13,11 +13,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from .atomic import atomic_write_bytes
-from .errors import WorkspaceError
-from .jsonsafe import dumps_safe, loads_safe
+from .errors import FileDecodeError, FileTooLarge, LockTimeout, WorkspaceError
+from .files import locked_update, parse_json, read_bytes
+from .jsonsafe import dumps_safe
 
 REGISTRY_NAME = "workspaces.json"
 MAX_ENTRIES = 10_000
@@ -44,20 +42,18 @@ def workspace_digest(canonical: str) -> str:
 
 def _read_registry(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_REGISTRY_BYTES + 1)
+        raw = read_bytes(path, MAX_REGISTRY_BYTES, what="workspace registry")
+        if not raw.strip():
+            return {}
+        data = parse_json(raw, path, what="workspace registry", lossless=True)  # keeps undecodable names
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise WorkspaceError(f"{path}: cannot read the workspace registry: {exc}") from None
-    if len(raw) > MAX_REGISTRY_BYTES:
-        raise WorkspaceError(f"{path}: workspace registry is larger than {MAX_REGISTRY_BYTES} bytes")
-    if not raw.strip():
-        return {}
-    try:
-        data = loads_safe(raw)  # a folder name that is not UTF-8 is kept as an escaped surrogate
-    except orjson.JSONDecodeError as exc:
-        raise WorkspaceError(f"{path}: workspace registry is not valid JSON ({exc}); fix or move it aside") from None
+    except FileTooLarge as exc:
+        raise WorkspaceError(str(exc)) from exc
+    except FileDecodeError as exc:
+        raise WorkspaceError(f"{exc}; fix or move it aside") from exc
     if not isinstance(data, dict) or not isinstance(data.get("workspaces", {}), dict):
         raise WorkspaceError(f"{path}: workspace registry must be an object with a 'workspaces' object")
     return data
@@ -82,11 +78,8 @@ def workspace_id_for(workspace: str | os.PathLike[str], data_dir: str | os.PathL
     found = _lookup(_read_registry(registry), digest)
     if found is not None:
         return found
-    from filelock import FileLock, Timeout
-
-    registry.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with FileLock(str(registry) + ".lock", timeout=LOCK_TIMEOUT_S):
+        with locked_update(registry, timeout=LOCK_TIMEOUT_S) as file:
             data = _read_registry(registry)
             found = _lookup(data, digest)
             if found is not None:
@@ -103,10 +96,10 @@ def workspace_id_for(workspace: str | os.PathLike[str], data_dir: str | os.PathL
             body = dumps_safe(data, indent=True)
             if len(body) > MAX_REGISTRY_BYTES:
                 raise WorkspaceError(f"{registry}: registry would exceed {MAX_REGISTRY_BYTES} bytes")
-            atomic_write_bytes(registry, body)
+            file.replace(body)
             return new_id
-    except Timeout:
-        raise WorkspaceError(f"{registry}: timed out after {LOCK_TIMEOUT_S}s waiting for its lock") from None
+    except LockTimeout as exc:
+        raise WorkspaceError(str(exc)) from exc
 
 
 def workspace_state_dir(workspace_id: str, data_dir: str | os.PathLike[str]) -> Path:

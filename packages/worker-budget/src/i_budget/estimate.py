@@ -11,10 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from i_protocol import WorkerError
-
 from .anchor import Anchor, Fallback, parse_anchor
 from .density import BYTES, ZERO, Classes, Rates, add, classify, sub
+from .errors import BudgetError
 from .measure import HistoryMeasure, measure_history, measure_tools
 from .policy import Policy, parse_policy
 
@@ -64,19 +63,19 @@ def _comparable(measure: HistoryMeasure, image_tokens: int | None) -> int:
 def _request_fields(data: dict[str, Any]) -> tuple[str, int, bool]:
     model = data.get("model")
     if not isinstance(model, str) or not model:
-        raise WorkerError(f"model must be a non-empty string, got {model!r}")
+        raise BudgetError(f"model must be a non-empty string, got {model!r}")
     pending = data.get("pending_tool_calls", 0)
     if pending is None:
         pending = 0
     if isinstance(pending, bool) or not isinstance(pending, int) or not 0 <= pending <= MAX_PENDING_TOOL_CALLS:
-        raise WorkerError(
+        raise BudgetError(
             f"pending_tool_calls must be an integer between 0 and {MAX_PENDING_TOOL_CALLS}, got {pending!r}"
         )
     compact = data.get("compact", False)
     if compact is None:
         compact = False
     if not isinstance(compact, bool):
-        raise WorkerError(f"compact must be true or false, got {compact!r}")
+        raise BudgetError(f"compact must be true or false, got {compact!r}")
     return model, pending, compact
 
 
@@ -106,12 +105,12 @@ def _rejection(data: dict[str, Any]) -> tuple[int | None, int | None] | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise WorkerError(f"rejection must be an object {{input_tokens?, limit?}}, got {type(raw).__name__}")
+        raise BudgetError(f"rejection must be an object {{input_tokens?, limit?}}, got {type(raw).__name__}")
     values: list[int | None] = []
     for key in ("input_tokens", "limit"):
         value = raw.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise WorkerError(f"rejection.{key} must be a positive integer or absent, got {value!r}")
+            raise BudgetError(f"rejection.{key} must be a positive integer or absent, got {value!r}")
         values.append(value)
     return values[0], values[1]
 
@@ -143,8 +142,8 @@ def _uncovered(
     if not isinstance(matched, Anchor):
         # The history was measured split at the (unmatched) anchor's prefix: its classes are both parts.
         classes = add(measure.prefix_classes(), measure.new_classes) if count_classes else ZERO
-        request = add(classes, tools) if learn else None
-        return _Uncovered(0, 0, measure.total_bytes, classes, True, tools, request, None)
+        whole = add(classes, tools) if learn else None
+        return _Uncovered(0, 0, measure.total_bytes, classes, True, tools, whole, None)
     k = start = matched.prefix_messages
     anchored = matched.input_tokens + matched.output_tokens
     size = measure.total_bytes - measure.prefix_bytes
@@ -276,9 +275,9 @@ def estimate_budget(
     model, pending, compact = _request_fields(data)
     history = data.get("history")
     if not isinstance(history, list):
-        raise WorkerError(f"history must be a list of messages, got {type(history).__name__}")
+        raise BudgetError(f"history must be a list of messages, got {type(history).__name__}")
     if not history:
-        raise WorkerError("history is empty: a request needs at least the system message")
+        raise BudgetError("history is empty: a request needs at least the system message")
     rejection = _rejection(data)
     anchor = parse_anchor(data.get("usage"))
     prefix = anchor.prefix_messages if isinstance(anchor, Anchor) and anchor.prefix_messages <= len(history) else None

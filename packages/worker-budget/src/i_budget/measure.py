@@ -8,9 +8,8 @@ from typing import Any
 
 import orjson
 
-from i_protocol import WorkerError
-
 from .density import ZERO, Classes, add, classify, sub
+from .errors import BudgetError
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 REPLAY_FIELDS = frozenset({"_anthropic_content", "_responses_output"})
@@ -84,7 +83,7 @@ def _dump(value: Any, where: str) -> bytes:
     try:
         return orjson.dumps(value, option=_SORTED)
     except (orjson.JSONEncodeError, TypeError) as exc:
-        raise WorkerError(f"{where} cannot be measured as JSON: {exc}") from None
+        raise BudgetError(f"{where} cannot be measured as JSON: {exc}") from None
 
 
 def _image_parts(view: dict[str, Any]) -> list[bytes]:
@@ -119,10 +118,10 @@ def _image_classes(view: dict[str, Any]) -> Classes:
 def check_message(index: int, message: object) -> dict[str, Any]:
     """Validate the shape the budget relies on: an object with a known role."""
     if not isinstance(message, dict):
-        raise WorkerError(f"history[{index}] must be an object, got {type(message).__name__}")
+        raise BudgetError(f"history[{index}] must be an object, got {type(message).__name__}")
     role = message.get("role")
     if role not in ROLES:
-        raise WorkerError(f"history[{index}].role {role!r} is unknown; expected one of: assistant, system, tool, user")
+        raise BudgetError(f"history[{index}].role {role!r} is unknown; expected one of: assistant, system, tool, user")
     return message
 
 
@@ -154,7 +153,7 @@ def measure_history(history: object, prefix: int | None = None, *, count_classes
     ``count_classes`` measures the class bytes of the messages after the prefix.
     """
     if not isinstance(history, list):
-        raise WorkerError(f"history must be a list of messages, got {type(history).__name__}")
+        raise BudgetError(f"history must be a list of messages, got {type(history).__name__}")
     views = _wire_views(history)
     boundary = prefix if prefix is not None and 0 < prefix <= len(views) else 0
     head = _dump(views[:boundary], "history") if boundary else b"[]"
@@ -211,10 +210,10 @@ def measure_tools(tools: object) -> tuple[Classes, str]:
     if tools is None:
         tools = []
     if not isinstance(tools, list):
-        raise WorkerError(f"tools must be a list of tool schemas, got {type(tools).__name__}")
+        raise BudgetError(f"tools must be a list of tool schemas, got {type(tools).__name__}")
     for index, tool in enumerate(tools):
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-            raise WorkerError(f"tools[{index}] must be an object with a string name")
+            raise BudgetError(f"tools[{index}] must be an object with a string name")
     if not tools:
         return ZERO, FINGERPRINT_PREFIX + hashlib.sha256(b"[]").hexdigest()
     raw = _dump(tools, "tools")

@@ -7,13 +7,15 @@ workspace the worker keeps what it learned in memory for the life of its process
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from i_protocol.errors import FileDecodeError, FileTooLarge, LockTimeout
+from i_protocol.files import locked_update, read_json
 
 from .density import CLASSES, KEEP_SCALES, merged
 
@@ -103,17 +105,14 @@ class FileStore:
     def _read(self) -> tuple[dict[str, Any], str | None]:
         empty: dict[str, Any] = {"version": VERSION, "entries": {}}
         try:
-            with open(self.path, "rb") as handle:
-                raw = handle.read(MAX_FILE_BYTES + 1)
+            doc = read_json(self.path, MAX_FILE_BYTES)
         except FileNotFoundError:
             return empty, None
         except OSError as exc:
             return empty, f"{self.path.name} unreadable ({exc.strerror}); learning afresh"
-        if len(raw) > MAX_FILE_BYTES:
+        except FileTooLarge:
             return empty, f"{self.path.name} is over {MAX_FILE_BYTES} bytes; learning afresh"
-        try:
-            doc = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+        except FileDecodeError:
             return empty, f"{self.path.name} is not valid JSON; learning afresh"
         if not isinstance(doc, dict) or not isinstance(doc.get("entries"), dict):
             return empty, f"{self.path.name} has an unknown shape; learning afresh"
@@ -128,13 +127,8 @@ class FileStore:
 
     def record(self, key: str, seen_key: str, learned: list[float | None]) -> str:
         """Add one observation's scales under the lock; returns what happened."""
-        from filelock import FileLock, Timeout
-
-        from i_protocol import atomic_write_bytes
-
         try:
-            os.makedirs(self.path.parent, exist_ok=True)
-            with FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_S):
+            with locked_update(self.path, timeout=LOCK_TIMEOUT_S, durable=False) as file:
                 doc, _problem = self._read()
                 entries: dict[str, Any] = doc["entries"]
                 entry = _entry(entries.get(key))
@@ -154,8 +148,8 @@ class FileStore:
                     payload = orjson.dumps({"version": VERSION, "entries": entries})
                 if len(payload) > MAX_FILE_BYTES:
                     return f"skipped: one entry would be over {MAX_FILE_BYTES} bytes"
-                atomic_write_bytes(self.path, payload, durable=False)
-        except Timeout:
+                file.replace(payload)
+        except LockTimeout:
             return "skipped: the density file is locked by another process"
         except OSError as exc:
             return f"skipped: the density file is not writable ({exc.strerror or exc})"

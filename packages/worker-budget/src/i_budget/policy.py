@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from i_protocol import WorkerError
+from i_protocol.errors import SettingsError
+from i_protocol.settings import optional_int, optional_number, reject_unknown
 
 MAX_CONTEXT_WINDOW = 100_000_000
 """Largest context window accepted; anything above is a configuration mistake, not a model."""
@@ -51,33 +53,23 @@ class Policy:
     notes: tuple[str, ...]
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _int_field(budget: dict[str, Any], key: str, low: int, high: int) -> int | None:
-    value = budget.get(key)
-    if value is None:
-        return None
-    if not _is_int(value) or not low <= value <= high:
-        raise WorkerError(f"budget.{key} must be an integer between {low} and {high}, got {value!r}")
-    return int(value)
+    return optional_int(budget, key, None, file=None, at="budget", minimum=low, maximum=high)
 
 
 def _ratio_field(
     budget: dict[str, Any], key: str, default: float, *, low: float, high: float, high_open: bool
 ) -> float:
-    value = budget.get(key)
-    if value is None:
-        return default
-    if not _is_number(value) or not (low <= value and (value < high if high_open else value <= high)):
-        interval = f"[{low}, {high})" if high_open else f"[{low}, {high}]"
-        raise WorkerError(f"budget.{key} must be a number in {interval}, got {value!r}")
-    return float(value)
+    return optional_number(
+        budget,
+        key,
+        default,
+        file=None,
+        at="budget",
+        minimum=low,
+        maximum=None if high_open else high,
+        below=high if high_open else None,
+    )
 
 
 def check_tokenizer(value: object) -> None:
@@ -95,6 +87,13 @@ def check_tokenizer(value: object) -> None:
 
 def parse_policy(budget: object, max_tokens: object) -> Policy:
     """Validate the request's ``budget`` object (``max_tokens`` is the default output reserve)."""
+    try:
+        return _parse_policy(budget, max_tokens)
+    except SettingsError as exc:
+        raise WorkerError(str(exc)) from exc
+
+
+def _parse_policy(budget: object, max_tokens: object) -> Policy:
     if not isinstance(budget, dict):
         raise WorkerError(f"budget must be an object with at least context_window, got {type(budget).__name__}")
     check_tokenizer(budget.get("tokenizer"))
@@ -104,9 +103,7 @@ def parse_policy(budget: object, max_tokens: object) -> Policy:
             "densities from real usage by itself; remove the field (or set budget.tokenizer to 'utf8_bytes' "
             "for the pure byte estimate)"
         )
-    unknown = sorted(set(budget) - FIELDS)
-    if unknown:
-        raise WorkerError(f"budget has unknown field(s): {', '.join(unknown)}; known: {', '.join(sorted(FIELDS))}")
+    reject_unknown(budget, FIELDS, file=None, at="budget")
     if budget.get("context_window") is None:
         raise WorkerError(
             "budget.context_window is required: set it in config.json to the model's context size in tokens "
@@ -121,12 +118,12 @@ def parse_policy(budget: object, max_tokens: object) -> Policy:
             raise WorkerError(
                 "budget.output_reserve is not set and max_tokens is missing: the output reserve is unknown"
             )
-        if not _is_int(max_tokens) or not 0 <= max_tokens <= window:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 0 <= max_tokens <= window:
             raise WorkerError(
                 f"max_tokens (the default output reserve) must be an integer between 0 and "
                 f"budget.context_window ({window}), got {max_tokens!r}"
             )
-        reserve = int(max_tokens)  # type: ignore[arg-type]
+        reserve = max_tokens
     safety_ratio = _ratio_field(budget, "safety_ratio", DEFAULT_SAFETY_RATIO, low=0.0, high=0.5, high_open=True)
     tool_ratio = _ratio_field(
         budget, "tool_output_ratio", DEFAULT_TOOL_OUTPUT_RATIO, low=0.0, high=1.0, high_open=False

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from i_protocol import ProtocolError, Worker, WorkerError
+from i_protocol import ProtocolError, Worker
 
 from .__about__ import __version__
 from .density import Rates, merged, observation_scales, rates_from_scales
+from .errors import BudgetError
 from .estimate import Observation, estimate_budget
 from .observations import FileStore, MemoryStore, density_path, entry_key
 from .policy import Policy, parse_policy
@@ -35,7 +36,7 @@ def context_budget(data: dict[str, Any], request: Request | None) -> dict[str, A
 def _learning(data: dict[str, Any], request: Request | None, policy: Policy) -> dict[str, Any]:
     origin = data.get("origin", "")
     if not isinstance(origin, str):
-        raise WorkerError(f"origin must be a string (the model server's scheme://host:port), got {origin!r}")
+        raise BudgetError(f"origin must be a string (the model server's scheme://host:port), got {origin!r}")
     model = data.get("model")
     key = entry_key(origin, model if isinstance(model, str) else "")
     store: FileStore | MemoryStore = _memory

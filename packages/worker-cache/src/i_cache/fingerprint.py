@@ -130,10 +130,6 @@ class PrefixTracker:
         self._capacity = capacity
         self._streams: OrderedDict[str, StreamMemory] = OrderedDict()
 
-    def forget(self, stream: str) -> None:
-        """Drop a stream's memory (e.g. when the stats file says another process moved it on)."""
-        self._streams.pop(stream, None)
-
     def classify(self, stream: str, parts: PromptParts, previous: PreviousPrefix | None) -> Classified:
         """Classify ``parts`` as new/append/reset/compact against the stream's previous request."""
         header = message_digest(parts.header)

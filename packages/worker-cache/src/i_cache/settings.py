@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
+
+from i_protocol.errors import SettingsError
+from i_protocol.settings import optional_bool, optional_choice, optional_number, optional_str, reject_unknown
 
 from .errors import CacheError
 
@@ -33,42 +35,27 @@ class CacheSettings:
 
 def parse_settings(data: dict[str, Any], source: str = "cache.json") -> CacheSettings:
     """Validate a ``cache.json`` object; any bad field is a ``CacheError`` naming it."""
-    unknown = sorted(set(data) - set(_FIELDS))
-    if unknown:
-        raise CacheError(f"{source}: unknown field(s) {', '.join(unknown)}; known fields: {', '.join(_FIELDS)}")
-    enabled = data.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise CacheError(f"{source}: 'enabled' must be true or false, got {enabled!r}")
-    mode = data.get("mode", "observe")
-    if mode not in MODES:
-        raise CacheError(f"{source}: 'mode' must be one of {', '.join(MODES)}, got {mode!r}")
-    namespace = data.get("namespace", DEFAULT_NAMESPACE)
-    if not isinstance(namespace, str) or not namespace or len(namespace) > MAX_NAMESPACE_CHARS:
-        raise CacheError(f"{source}: 'namespace' must be a string of 1..{MAX_NAMESPACE_CHARS} characters")
-    stats = check_stats_path(data.get("stats", DEFAULT_STATS), source)
-    target = data.get("target_hit_ratio", DEFAULT_TARGET)
-    if isinstance(target, bool) or not isinstance(target, int | float) or not math.isfinite(target):
-        raise CacheError(f"{source}: 'target_hit_ratio' must be a number between 0 and 1, got {target!r}")
-    if not 0 <= target <= 1:
-        raise CacheError(f"{source}: 'target_hit_ratio' must be between 0 and 1, got {target!r}")
-    retention = data.get("retention")
-    if retention is not None:
-        if retention not in RETENTIONS:
-            raise CacheError(f"{source}: 'retention' must be one of {', '.join(RETENTIONS)}, got {retention!r}")
-        if mode != "openai":
-            raise CacheError(f"{source}: 'retention' applies to mode 'openai' only (mode is {mode!r})")
-    ttl = data.get("ttl")
-    if ttl is not None:
-        if ttl not in TTLS:
-            raise CacheError(f"{source}: 'ttl' must be one of {', '.join(TTLS)}, got {ttl!r}")
-        if mode != "anthropic":
-            raise CacheError(f"{source}: 'ttl' applies to mode 'anthropic' only (mode is {mode!r})")
+    try:
+        return _parse(data, source)
+    except SettingsError as exc:
+        raise CacheError(str(exc)) from exc
+
+
+def _parse(data: dict[str, Any], source: str) -> CacheSettings:
+    reject_unknown(data, _FIELDS, file=source)
+    mode = optional_choice(data, "mode", MODES, "observe", file=source)
+    retention = optional_choice(data, "retention", RETENTIONS, None, file=source)
+    if retention is not None and mode != "openai":
+        raise CacheError(f"{source}: retention applies to mode 'openai' only (mode is {mode!r})")
+    ttl = optional_choice(data, "ttl", TTLS, None, file=source)
+    if ttl is not None and mode != "anthropic":
+        raise CacheError(f"{source}: ttl applies to mode 'anthropic' only (mode is {mode!r})")
     return CacheSettings(
-        enabled=enabled,
+        enabled=optional_bool(data, "enabled", True, file=source),
         mode=mode,
-        namespace=namespace,
-        stats=stats,
-        target_hit_ratio=float(target),
+        namespace=optional_str(data, "namespace", DEFAULT_NAMESPACE, file=source, max_chars=MAX_NAMESPACE_CHARS),
+        stats=check_stats_path(data.get("stats", DEFAULT_STATS), source),
+        target_hit_ratio=optional_number(data, "target_hit_ratio", DEFAULT_TARGET, file=source, minimum=0, maximum=1),
         retention=retention,
         ttl=ttl,
     )
@@ -77,16 +64,16 @@ def parse_settings(data: dict[str, Any], source: str = "cache.json") -> CacheSet
 def check_stats_path(value: object, source: str = "cache.json") -> str:
     """A stats path relative to the workspace state root: no absolute path, no ``..``."""
     if not isinstance(value, str) or not value.strip():
-        raise CacheError(f"{source}: 'stats' must be a non-empty relative path, got {value!r}")
+        raise CacheError(f"{source}: stats must be a non-empty relative path, got {value!r}")
     if "\x00" in value:
-        raise CacheError(f"{source}: 'stats' contains a NUL byte")
+        raise CacheError(f"{source}: stats contains a NUL byte")
     normalised = value.replace("\\", "/")
     # A Windows drive ("C:") or a leading slash would escape the state root just like "..".
     if normalised.startswith("/") or (len(normalised) > 1 and normalised[1] == ":") or normalised.startswith("~"):
-        raise CacheError(f"{source}: 'stats' must be relative to the workspace state folder, got {value!r}")
+        raise CacheError(f"{source}: stats must be relative to the workspace state folder, got {value!r}")
     parts = [part for part in normalised.split("/") if part not in ("", ".")]
     if ".." in parts:
-        raise CacheError(f"{source}: 'stats' must not contain '..', got {value!r}")
+        raise CacheError(f"{source}: stats must not contain '..', got {value!r}")
     if not parts:
-        raise CacheError(f"{source}: 'stats' must name a file, got {value!r}")
+        raise CacheError(f"{source}: stats must name a file, got {value!r}")
     return "/".join(parts)

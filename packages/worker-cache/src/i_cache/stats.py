@@ -25,9 +25,10 @@ from typing import Any
 
 import orjson
 
-from i_protocol import atomic_write_bytes
+from i_protocol.errors import FileTooLarge, LockTimeout
+from i_protocol.files import locked_update, read_bytes, set_aside
 
-from .errors import CacheError
+from .errors import CacheError, CorruptStats
 
 VERSION = 1
 MAX_RECORDS = 200
@@ -47,10 +48,6 @@ COUNTERS = (
     "cache_read_tokens",
     "cache_creation_tokens",
 )
-
-
-class CorruptStats(CacheError):
-    """The stats file cannot be read as a stats document."""
 
 
 def now() -> str:
@@ -142,27 +139,13 @@ def read_stats(path: Path) -> dict[str, Any] | None:
 
 def _read_bounded(path: Path) -> bytes:
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_STATS_BYTES + 1)
+        return read_bytes(path, MAX_STATS_BYTES, what="cache stats file")
     except FileNotFoundError:
         raise
     except OSError as exc:
         raise CacheError(f"{path}: cannot read cache stats: {exc.strerror or exc}") from None
-    if len(raw) > MAX_STATS_BYTES:
-        raise CorruptStats(f"{path}: cache stats file is larger than {MAX_STATS_BYTES} bytes")
-    return raw
-
-
-def set_aside(path: Path) -> Path:
-    """Move a damaged stats file to ``<name>.corrupt-<timestamp>`` and return the new path."""
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time() % 1:.6f}"[1:] + "Z"
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
-    counter = 1
-    while target.exists():
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
-        counter += 1
-    os.replace(path, target)
-    return target
+    except FileTooLarge as exc:
+        raise CorruptStats(str(exc)) from exc
 
 
 @contextmanager
@@ -172,11 +155,10 @@ def locked_stats(path: Path) -> Iterator[dict[str, Any]]:
     A damaged file is moved aside and reported with ``CorruptStats``; nothing is written then,
     so the next update starts a new file and the damaged one stays for inspection.
     """
-    from filelock import FileLock, Timeout
-
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
+        # Statistics, not user data: atomic for readers, but no fsync on every request (it was
+        # most of a turn's hook cost); a power loss can lose the last few records at worst.
+        with locked_update(path, timeout=LOCK_TIMEOUT_S, durable=False) as file:
             # The document this process wrote last is reused, saving a parse per call, only when the
             # file is still that very version: the same (file_id, generation) at its start — every
             # writer bumps the generation under this lock — and the same (inode, mtime, size).
@@ -188,14 +170,12 @@ def locked_stats(path: Path) -> Iterator[dict[str, Any]]:
             data["updated_at"] = now()
             _trim(data)
             stamp = _next_generation(data)
-            # Statistics, not user data: atomic for readers, but no fsync on every request (it was
-            # most of a turn's hook cost); a power loss can lose the last few records at worst.
-            atomic_write_bytes(path, orjson.dumps(data), durable=False)
+            file.replace(orjson.dumps(data))
             signature = _signature(path)
             if signature is not None:
                 _written[str(path)] = ((stamp, signature), data)
-    except Timeout:
-        raise CacheError(f"{path}: timed out after {LOCK_TIMEOUT_S}s waiting for the stats lock") from None
+    except LockTimeout as exc:
+        raise CacheError(str(exc)) from exc
 
 
 _written: dict[str, tuple[tuple[tuple[str, int], tuple[int, int, int]], dict[str, Any]]] = {}
@@ -250,9 +230,9 @@ def _load(path: Path) -> dict[str, Any]:
     try:
         return parse_stats(raw)
     except ValueError as exc:
-        aside = set_aside(path)
+        aside = os.path.basename(set_aside(path))
         raise CorruptStats(
-            f"{path}: cache stats file is corrupt ({exc}); moved aside to {aside.name}; "
+            f"{path}: cache stats file is corrupt ({exc}); moved aside to {aside}; "
             "the next request starts a new stats file"
         ) from None
 

@@ -6,7 +6,8 @@ import unicodedata
 
 import orjson
 
-from .credentials import find_credential
+from i_protocol.secrets import DESCRIPTIONS, find_secrets
+
 from .errors import MemoryStoreError
 from .settings import Limits
 
@@ -101,9 +102,9 @@ def check_prefix(tool: str, prefix: object, limits: Limits) -> str:
 
 def refuse_credentials(tool: str, what: str, text: str) -> None:
     """Raise when ``text`` looks like it holds a secret; the message never repeats the secret."""
-    found = find_credential(text)
-    if found is not None:
+    found = find_secrets(text)
+    if found:
         raise MemoryStoreError(
-            f"{tool}: refused: the {what} looks like it contains {found.kind} (at character {found.start}). "
-            + _REFERENCE_HINT
+            f"{tool}: refused: the {what} looks like it contains {DESCRIPTIONS[found[0].name]} "
+            f"(at character {found[0].start}). " + _REFERENCE_HINT
         )

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from i_protocol.errors import SettingsError
+from i_protocol.settings import optional_bool, optional_int, reject_unknown
+
 from .errors import MemoryStoreError
 
 # Hard ceilings: a config may raise the defaults only up to these.
@@ -43,20 +46,15 @@ class MemorySettings:
 
 def parse_settings(data: dict[str, Any], source: str = "memory.json") -> MemorySettings:
     """Validate a module config object; any bad field is a ``MemoryStoreError`` naming it."""
-    unknown = sorted(set(data) - set(_FIELDS))
-    if unknown:
-        raise MemoryStoreError(f"{source}: unknown field(s) {', '.join(unknown)}; known fields: {', '.join(_FIELDS)}")
-    flags: dict[str, bool] = {}
-    for name in ("enabled", "inject"):
-        value = data.get(name, True)
-        if not isinstance(value, bool):
-            raise MemoryStoreError(f"{source}: '{name}' must be true or false, got {value!r}")
-        flags[name] = value
-    defaults = Limits()
-    bounds: dict[str, int] = {}
-    for name, ceiling in _BOUNDS.items():
-        value = data.get(name, getattr(defaults, name))
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ceiling:
-            raise MemoryStoreError(f"{source}: '{name}' must be an integer from 1 to {ceiling}, got {value!r}")
-        bounds[name] = value
-    return MemorySettings(enabled=flags["enabled"], inject=flags["inject"], limits=Limits(**bounds))
+    try:
+        reject_unknown(data, _FIELDS, file=source)
+        enabled = optional_bool(data, "enabled", True, file=source)
+        inject = optional_bool(data, "inject", True, file=source)
+        defaults = Limits()
+        bounds = {
+            name: optional_int(data, name, getattr(defaults, name), file=source, minimum=1, maximum=ceiling)
+            for name, ceiling in _BOUNDS.items()
+        }
+        return MemorySettings(enabled=enabled, inject=inject, limits=Limits(**bounds))
+    except SettingsError as exc:
+        raise MemoryStoreError(str(exc)) from exc

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from i_protocol import atomic_write_bytes
+from i_protocol.errors import FileDecodeError, FileTooLarge, LockTimeout
+from i_protocol.files import CORRUPT_INFIX, LockedFile, locked_update, read_json, set_aside
 
 from .entry import quote
 from .errors import MemoryStoreError
@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 STATE_NAME = "memory.json"
-CORRUPT_PREFIX = STATE_NAME + ".corrupt-"
-LOCK_SUFFIX = ".lock"
+CORRUPT_PREFIX = STATE_NAME + CORRUPT_INFIX
 FORMAT_VERSION = 1
 MAX_FILE_BYTES = 16 * 1024 * 1024
 """Read limit; far above what the largest allowed limits can produce, so a bigger file is not ours."""
@@ -73,19 +72,16 @@ class MemoryStore:
 
     def _load(self) -> tuple[dict[str, Any], dict[str, str]]:
         try:
-            with open(self.path, "rb") as handle:
-                raw = handle.read(MAX_FILE_BYTES + 1)
+            document = read_json(self.path, MAX_FILE_BYTES)
         except FileNotFoundError:
             self._refuse_if_quarantined()
             return {}, {}
         except OSError as exc:
             raise MemoryStoreError(f"{self.path}: cannot read memory: {exc.strerror or exc}") from None
-        if len(raw) > MAX_FILE_BYTES:
-            raise _Unreadable(f"it is larger than the {MAX_FILE_BYTES}-byte read limit")
-        try:
-            document = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise _Unreadable(f"it is not valid UTF-8 JSON ({exc})") from None
+        except FileTooLarge:
+            raise _Unreadable(f"it is larger than the {MAX_FILE_BYTES}-byte read limit") from None
+        except FileDecodeError as exc:
+            raise _Unreadable(f"it is not valid UTF-8 JSON ({exc.reason})") from None
         if not isinstance(document, dict):
             raise _Unreadable(f"it holds a JSON {type(document).__name__}, not an object")
         version = document.get("version")
@@ -110,7 +106,7 @@ class MemoryStore:
         try:
             return self._load()
         except _Unreadable as exc:
-            kept = self._move_aside()
+            kept = set_aside(self.path)
             raise MemoryStoreError(
                 f"{self.path} is corrupt: {exc}. It was moved to {kept} so that nothing overwrites it. "
                 + _RECOVERY.format(kept=kept)
@@ -132,39 +128,28 @@ class MemoryStore:
                 + _RECOVERY.format(kept=str(self.state_dir / kept[-1]))
             )
 
-    def _move_aside(self) -> str:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-        target = self.state_dir / f"{CORRUPT_PREFIX}{stamp}"
-        counter = 1
-        # Never rename over an earlier corrupt copy: rename() would replace it silently.
-        while target.exists():
-            counter += 1
-            target = self.state_dir / f"{CORRUPT_PREFIX}{stamp}-{counter}"
-        os.rename(self.path, target)
-        return str(target)
-
     # -- writing ------------------------------------------------------------------------
 
     def set(self, key: str, value: str) -> Change:
         """Create or replace one entry: one lock, one read, at most one atomic write."""
-        with self._locked():
+        with self._locked() as file:
             document, entries = self._load_or_quarantine()
             old = entries.get(key)
             if old == value:
                 return Change("unchanged", entries)
             updated = {**entries, key: value}
             self._check_limits(entries, updated, is_new=old is None)
-            self._write(document, updated)
+            self._write(file, document, updated)
             return Change("created" if old is None else "updated", updated)
 
     def delete(self, key: str) -> Change | None:
         """Remove one entry; None (and no write) when it does not exist."""
-        with self._locked():
+        with self._locked() as file:
             document, entries = self._load_or_quarantine()
             if key not in entries:
                 return None
             remaining = {name: value for name, value in entries.items() if name != key}
-            self._write(document, remaining)
+            self._write(file, document, remaining)
             return Change("deleted", remaining)
 
     def _check_limits(self, before: dict[str, str], after: dict[str, str], *, is_new: bool) -> None:
@@ -181,35 +166,27 @@ class MemoryStore:
                 f"(now {previous} bytes). Shorten the value or delete entries that are no longer useful."
             )
 
-    def _write(self, document: dict[str, Any], entries: dict[str, str]) -> None:
+    def _write(self, file: LockedFile, document: dict[str, Any], entries: dict[str, str]) -> None:
         body = orjson.dumps(
             {**document, "version": FORMAT_VERSION, "entries": entries},
             option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS,
         )
         try:
-            atomic_write_bytes(self.path, body + b"\n")
+            file.replace(body + b"\n")
         except OSError as exc:
             raise MemoryStoreError(f"{self.path}: cannot write memory: {exc.strerror or exc}") from None
 
     @contextmanager
-    def _locked(self) -> Iterator[None]:
-        from filelock import FileLock, Timeout
-
+    def _locked(self) -> Iterator[LockedFile]:
         try:
             self.state_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise MemoryStoreError(f"{self.state_dir}: cannot create the state folder: {exc.strerror or exc}") from None
-        lock = FileLock(str(self.path) + LOCK_SUFFIX, timeout=LOCK_TIMEOUT_S)
         try:
-            lock.acquire()
-        except Timeout:
-            raise MemoryStoreError(
-                f"{self.path}: timed out after {LOCK_TIMEOUT_S:g}s waiting for its lock; another process holds it"
-            ) from None
-        try:
-            yield
-        finally:
-            lock.release()
+            with locked_update(self.path, timeout=LOCK_TIMEOUT_S) as file:
+                yield file
+        except LockTimeout as exc:
+            raise MemoryStoreError(str(exc)) from exc
 
 
 _RECOVERY = (

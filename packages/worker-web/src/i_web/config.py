@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from i_protocol import WorkerConfig
+from i_protocol.errors import FileTooLarge, SettingsError
+from i_protocol.files import read_bytes
+from i_protocol.settings import field_error, optional_object, optional_str, reject_unknown
 
 from .address import AddressPolicy
 from .errors import WebError
@@ -60,16 +63,15 @@ class SearchSettings:
         if self.credentials_file is None:
             return None
         try:
-            with open(self.credentials_file, "rb") as handle:
-                raw = handle.read(MAX_CREDENTIALS_BYTES + 1)
+            raw = read_bytes(self.credentials_file, MAX_CREDENTIALS_BYTES)
         except OSError as exc:
             raise WebError(
                 f"web.json search.credentials_file {self.credentials_file}: cannot read: {exc.strerror or exc}"
             ) from None
-        if len(raw) > MAX_CREDENTIALS_BYTES:
+        except FileTooLarge:
             raise WebError(
                 f"web.json search.credentials_file {self.credentials_file}: larger than {MAX_CREDENTIALS_BYTES} bytes"
-            )
+            ) from None
         secret = raw.decode("utf-8", "replace").strip()
         if not secret or any(ch in secret for ch in "\r\n\0"):
             # The message must never include the file's content.
@@ -89,47 +91,45 @@ class WebSettings:
 
 def load_settings(config: WorkerConfig, version: str) -> WebSettings:
     """Validate a loaded web.json into settings; every error names the offending field."""
-    data = config.data
     source = config.path or "web.json"
-    unknown = sorted(set(data) - _TOP_KEYS)
-    if unknown:
-        raise WebError(f"{source}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(_TOP_KEYS))}")
+    try:
+        return _settings(config, source, version)
+    except SettingsError as exc:
+        raise WebError(str(exc)) from exc
+
+
+def _settings(config: WorkerConfig, source: str, version: str) -> WebSettings:
+    data = config.data
+    reject_unknown(data, _TOP_KEYS, file=source)
     policy = AddressPolicy.from_entries(data.get("allow_private"), f"{source}: allow_private")
-    user_agent = data.get("user_agent", _DEFAULT_USER_AGENT)
-    if not isinstance(user_agent, str) or not user_agent.strip() or any(c in user_agent for c in "\r\n"):
-        raise WebError(f"{source}: user_agent must be a one-line string")
-    search_data = data.get("search")
+    user_agent = optional_str(data, "user_agent", _DEFAULT_USER_AGENT, file=source, one_line=True)
+    if not user_agent.strip():
+        raise field_error("user_agent", "a non-empty one-line string", file=source)
+    search_data = optional_object(data, "search", None, file=source)
     search = None if search_data is None else _search_settings(search_data, config, source)
     return WebSettings(policy, search, user_agent.replace("{version}", version), source)
 
 
-def _search_settings(data: Any, config: WorkerConfig, source: str) -> SearchSettings:
-    where = f"{source}: search"
-    if not isinstance(data, dict):
-        raise WebError(f"{where} must be an object")
-    unknown = sorted(set(data) - _SEARCH_KEYS)
-    if unknown:
-        raise WebError(f"{where}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(_SEARCH_KEYS))}")
+def _search_settings(data: dict[str, Any], config: WorkerConfig, source: str) -> SearchSettings:
+    at = "search"
+    reject_unknown(data, _SEARCH_KEYS, file=source, at=at)
     url = data.get("url")
     if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
-        raise WebError(f"{where}.url must be an absolute http:// or https:// URL")
-    method = str(data.get("method", "GET")).upper()
+        # Not echoed: a search URL may carry an API key.
+        raise field_error("url", "an absolute http:// or https:// URL", file=source, at=at)
+    method = optional_str(data, "method", "GET", file=source, at=at).upper()
     if method not in ("GET", "POST"):
-        raise WebError(f"{where}.method must be GET or POST, got {data.get('method')!r}")
-    query_param = _string(data.get("query_param", "q"), f"{where}.query_param")
-    count_param = data.get("count_param")
-    if count_param is not None:
-        count_param = _string(count_param, f"{where}.count_param")
-    params = _string_map(data.get("params", {}), f"{where}.params")
-    headers = _string_map(data.get("headers", {}), f"{where}.headers")
+        raise field_error("method", "GET or POST", file=source, at=at, got=data.get("method"))
+    query_param = optional_str(data, "query_param", "q", file=source, at=at)
+    count_param = optional_str(data, "count_param", None, file=source, at=at)
+    params = _string_map(data, "params", source)
+    headers = _string_map(data, "headers", source)
     body = data.get("body")
     if body is not None and method != "POST":
-        raise WebError(f"{where}.body is only used with method POST")
-    results = _result_mapping(data.get("results", {}), f"{where}.results")
-    credentials_file = data.get("credentials_file")
-    if credentials_file is not None:
-        credentials_file = os.path.abspath(config.resolve(_string(credentials_file, f"{where}.credentials_file")))
-    header_name, prefix = _credentials_header(data.get("credentials_header"), f"{where}.credentials_header")
+        raise WebError(f"{source}: {at}.body is only used with method POST")
+    results = _result_mapping(data, source)
+    credentials_file = optional_str(data, "credentials_file", None, file=source, at=at)
+    header_name, prefix = _credentials_header(data, source)
     return SearchSettings(
         url=url,
         method=method,
@@ -139,53 +139,44 @@ def _search_settings(data: Any, config: WorkerConfig, source: str) -> SearchSett
         body=body,
         headers=headers,
         results=results,
-        credentials_file=credentials_file,
+        credentials_file=None if credentials_file is None else os.path.abspath(config.resolve(credentials_file)),
         credentials_header=header_name,
         credentials_prefix=prefix,
     )
 
 
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise WebError(f"{where} must be a non-empty string")
-    return value
-
-
-def _string_map(value: Any, where: str) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise WebError(f"{where} must be an object of strings")
+def _string_map(search: dict[str, Any], key: str, source: str) -> dict[str, str]:
+    """``search.params`` / ``search.headers``: one-line strings or numbers (values never echoed)."""
+    at = f"search.{key}"
     out: dict[str, str] = {}
-    for key, item in value.items():
+    for name, item in optional_object(search, key, {}, file=source, at="search").items():
         if isinstance(item, bool) or not isinstance(item, str | int | float):
-            raise WebError(f"{where}.{key} must be a string or number")
+            raise field_error(name, "a string or number", file=source, at=at, got=item)
         text = str(item)
-        if any(c in text or c in key for c in "\r\n"):
-            raise WebError(f"{where}.{key} must be on one line")
-        out[key] = text
+        if any(c in text or c in name for c in "\r\n"):
+            raise field_error(name, "on one line", file=source, at=at)
+        out[name] = text
     return out
 
 
-def _result_mapping(value: Any, where: str) -> ResultMapping:
-    if not isinstance(value, dict):
-        raise WebError(f"{where} must be an object with path, title, url, snippet")
-    unknown = sorted(set(value) - _RESULT_KEYS)
-    if unknown:
-        raise WebError(f"{where}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(_RESULT_KEYS))}")
+def _result_mapping(search: dict[str, Any], source: str) -> ResultMapping:
+    at = "search.results"
+    value = optional_object(search, "results", {}, file=source, at="search")
+    reject_unknown(value, _RESULT_KEYS, file=source, at=at)
     for key, item in value.items():
         if not isinstance(item, str):
-            raise WebError(f"{where}.{key} must be a string (a dotted JSON path)")
+            raise field_error(key, "a string (a dotted JSON path)", file=source, at=at, got=item)
     return ResultMapping(**value)
 
 
-def _credentials_header(value: Any, where: str) -> tuple[str, str]:
+def _credentials_header(search: dict[str, Any], source: str) -> tuple[str, str]:
+    value = optional_object(search, "credentials_header", None, file=source, at="search")
     if value is None:
         return "Authorization", "Bearer "
-    if not isinstance(value, dict) or set(value) - {"header", "prefix"}:
-        raise WebError(f'{where} must be {{"header": NAME, "prefix": TEXT}}')
-    header = value.get("header", "Authorization")
-    prefix = value.get("prefix", "")
-    if not isinstance(header, str) or not header or any(c in header for c in ":\r\n "):
-        raise WebError(f"{where}.header must be an HTTP header name")
-    if not isinstance(prefix, str) or any(c in prefix for c in "\r\n"):
-        raise WebError(f"{where}.prefix must be a one-line string")
+    at = "search.credentials_header"
+    reject_unknown(value, ("header", "prefix"), file=source, at=at)
+    header = optional_str(value, "header", "Authorization", file=source, at=at)
+    if any(c in header for c in ":\r\n "):
+        raise field_error("header", "an HTTP header name", file=source, at=at)
+    prefix = optional_str(value, "prefix", "", file=source, at=at, min_chars=0, one_line=True)
     return header, prefix

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from i_protocol import Request, Worker, WorkerError
+from i_protocol.errors import SettingsError
+from i_protocol.settings import optional_choice, optional_str_list, reject_unknown
 
 from ..__about__ import __version__
 
@@ -21,15 +23,12 @@ _DECISIONS = ("allow", "ask", "deny")
 def _policy(request: Request) -> tuple[str, frozenset[str]]:
     config = request.config()
     where = config.path or "approval.json"
-    unknown = sorted(set(config.data) - {"mode", "deny_tools"})
-    if unknown:
-        raise WorkerError(f"{where}: unknown field(s): {', '.join(unknown)}")
-    mode = config.data.get("mode", "ask")
-    if mode not in ("ask", "auto"):
-        raise WorkerError(f'{where}: mode must be "ask" or "auto", got {mode!r}')
-    deny = config.data.get("deny_tools", [])
-    if not isinstance(deny, list) or not all(isinstance(name, str) for name in deny):
-        raise WorkerError(f"{where}: deny_tools must be an array of tool names")
+    try:
+        reject_unknown(config.data, ("mode", "deny_tools"), file=where)
+        mode = optional_choice(config.data, "mode", ("ask", "auto"), "ask", file=where)
+        deny = optional_str_list(config.data, "deny_tools", [], file=where)
+    except SettingsError as exc:
+        raise WorkerError(str(exc)) from exc
     return mode, frozenset(deny)
 
 

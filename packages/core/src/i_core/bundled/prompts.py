@@ -9,6 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from i_protocol import Request, Worker, WorkerError
+from i_protocol.errors import FileDecodeError, FileTooLarge
+from i_protocol.files import read_text
+from i_protocol.settings import optional_str
 
 from ..__about__ import __version__
 
@@ -27,24 +30,21 @@ name or location. When the task is done, say plainly what you did and what is le
 def load_prompt(request: Request, key: str) -> str | None:
     """The prompt file named by ``key`` in prompts.json, validated; None when not configured."""
     config = request.config()
-    value = config.data.get(key)
+    where = config.path or "prompts.json"
+    value = optional_str(config.data, key, None, file=where)
     if value is None:
         return None
-    where = config.path or "prompts.json"
-    if not isinstance(value, str) or not value:
-        raise WorkerError(f"{where}: {key} must be a file path")
     path = config.resolve(value)
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read(MAX_PROMPT_CHARS + 1)
+        text = read_text(path, MAX_PROMPT_CHARS)
     except OSError as exc:
         raise WorkerError(f"{where}: {key} prompt {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
+    except FileDecodeError:
         raise WorkerError(f"{where}: {key} prompt {path} is not valid UTF-8") from None
+    except FileTooLarge:
+        raise WorkerError(f"{where}: {key} prompt {path} is longer than {MAX_PROMPT_CHARS} characters") from None
     if not text.strip():
         raise WorkerError(f"{where}: {key} prompt {path} is empty")
-    if len(text) > MAX_PROMPT_CHARS:
-        raise WorkerError(f"{where}: {key} prompt {path} is longer than {MAX_PROMPT_CHARS} characters")
     return text
 
 

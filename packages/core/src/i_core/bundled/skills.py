@@ -19,6 +19,9 @@ from typing import Any
 import orjson
 
 from i_protocol import Request, Worker, WorkerError
+from i_protocol.errors import FileTooLarge
+from i_protocol.files import read_bytes
+from i_protocol.settings import optional_str_list, reject_unknown
 
 from ..__about__ import __version__
 
@@ -49,7 +52,7 @@ _STRING_KEYS = ("name", "description", "license", "compatibility", "allowed-tool
 
 
 class SkillError(WorkerError):
-    """An invalid skill, skill root, skills.json or tool argument."""
+    """An invalid skill, skill root or tool argument (a bad skills.json field is a ``SettingsError``)."""
 
 
 @dataclass(frozen=True)
@@ -231,12 +234,11 @@ def validate_metadata(front: FrontMatter, where: str) -> tuple[str, str]:
 def read_limited(path: str, what: str) -> str:
     """Read a UTF-8 text file of at most MAX_FILE_BYTES bytes."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
+        raw = read_bytes(path, MAX_FILE_BYTES)
     except OSError as exc:
         raise SkillError(f"{what}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise SkillError(f"{what}: larger than the {MAX_FILE_BYTES}-byte limit")
+    except FileTooLarge:
+        raise SkillError(f"{what}: larger than the {MAX_FILE_BYTES}-byte limit") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -260,12 +262,8 @@ def skill_roots(request: Request) -> tuple[list[str], list[str]]:
         defaults = [os.path.normpath(os.path.join(request.workspace, root)) for root in DEFAULT_ROOTS]
     config = request.config()
     where = config.path or "skills.json"
-    unknown = sorted(set(config.data) - {"roots"})
-    if unknown:
-        raise SkillError(f"{where}: unknown field(s): {', '.join(unknown)}; skills.json has only 'roots'")
-    roots = config.data.get("roots", [])
-    if not isinstance(roots, list) or not all(isinstance(root, str) and root for root in roots):
-        raise SkillError(f"{where}: roots must be an array of non-empty folder paths")
+    reject_unknown(config.data, ("roots",), file=where)
+    roots = optional_str_list(config.data, "roots", [], file=where, nonempty_items=True)
     configured = [os.path.normpath(os.path.abspath(config.resolve(root))) for root in roots]
     return defaults, configured
 

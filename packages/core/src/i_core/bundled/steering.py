@@ -26,6 +26,8 @@ from typing import Any
 import orjson
 
 from i_protocol import Request, Worker, WorkerError
+from i_protocol.errors import FileTooLarge
+from i_protocol.files import read_bytes
 
 from ..__about__ import __version__
 
@@ -38,14 +40,13 @@ MAX_QUEUE_BYTES = 16 * 1024 * 1024
 def read_queue(path: Path) -> list[dict[str, str]]:
     """The complete, valid entries of a queue file (missing: none)."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_QUEUE_BYTES + 1)
+        raw = read_bytes(path, MAX_QUEUE_BYTES, what="the steering queue")
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise WorkerError(f"{path}: cannot read the steering queue: {exc.strerror or exc}") from None
-    if len(raw) > MAX_QUEUE_BYTES:
-        raise WorkerError(f"{path}: the steering queue is larger than {MAX_QUEUE_BYTES} bytes")
+    except FileTooLarge as exc:
+        raise WorkerError(str(exc)) from exc
     entries = []
     complete = raw[: raw.rfind(b"\n") + 1]
     for line in complete.splitlines():

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ProviderError
 from .anthropic import AnthropicAdapter
 from .openai import DeepSeekAdapter, OpenAIAdapter
 from .rejection import context_rejection
-from .reply import RESERVED_FIELDS, Adapter, ModelReply, ProviderError, StreamParser
+from .reply import RESERVED_FIELDS, Adapter, ModelReply, StreamParser
 
 if TYPE_CHECKING:
     from ..transport import Transport

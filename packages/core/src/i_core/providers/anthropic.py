@@ -8,10 +8,12 @@ from typing import Any
 
 import orjson
 
+from i_protocol.history import text_of
+
+from ..errors import ProviderError
 from .rejection import context_rejection
 from .reply import (
     ModelReply,
-    ProviderError,
     error_message,
     merge_extra_body,
     normalized_usage,
@@ -63,7 +65,7 @@ class AnthropicAdapter:
         body: dict[str, Any] = {"model": model, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
         rest = history
         if history and history[0].get("role") == "system":
-            system = _text_of(history[0].get("content"))
+            system = text_of(history[0])
             if system:
                 body["system"] = system
             rest = history[1:]
@@ -142,16 +144,6 @@ def _usage(usage: dict[str, Any]) -> dict[str, int | None] | None:
         return None
     parts["input_tokens"] = (parts["input_tokens"] or 0) + (read or 0) + (created or 0)
     return parts
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
-        )
-    return ""
 
 
 def _content_blocks(content: Any) -> list[dict[str, Any]]:

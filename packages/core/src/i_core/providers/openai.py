@@ -7,10 +7,10 @@ from typing import Any
 
 import orjson
 
+from ..errors import ProviderError
 from .rejection import context_rejection
 from .reply import (
     ModelReply,
-    ProviderError,
     error_message,
     merge_extra_body,
     normalized_usage,

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import ModelError
+from ..errors import ProviderError
 
 # Fields the adapter owns on every wire body: extra_body may add fields, never replace these.
 # Fields of a request body the core controls; extra_body (config.json) may never set them.
@@ -28,10 +28,6 @@ RESERVED_FIELDS = frozenset(
         "n",
     }
 )
-
-
-class ProviderError(ModelError):
-    """A model request could not be built, or the model's answer has an unusable shape."""
 
 
 @dataclass
@@ -125,9 +121,8 @@ def tool_specs(tools: list[dict[str, Any]] | None) -> list[tuple[str, str, dict[
     """(name, description, parameters) of each tool, given flat or in the OpenAI function wrapper."""
     specs = []
     for index, tool in enumerate(tools or []):
-        spec = (
-            tool.get("function") if tool.get("type") == "function" and isinstance(tool.get("function"), dict) else tool
-        )
+        wrapped = tool.get("type") == "function" and isinstance(tool.get("function"), dict)
+        spec: dict[str, Any] = tool["function"] if wrapped else tool
         name = spec.get("name")
         if not isinstance(name, str) or not name:
             raise ProviderError(f"tool #{index} has no name")

@@ -4,7 +4,8 @@ The agent loop calls ``prepare`` (validation, summary, snapshot) before asking f
 ``execute`` after it. ``check_image``/``check_images``/``tool_images`` validate images from any tool.
 """
 
-from .contract import APPROVAL_TOKEN_ENV, Prepared, Snapshot, ToolContext, ToolError, ToolResult, normal_env
+from ..errors import ToolError
+from .contract import APPROVAL_TOKEN_ENV, Prepared, Snapshot, ToolContext, ToolResult, normal_env
 from .dispatch import FREE_TOOLS, execute, prepare
 from .images import MAX_IMAGE_BYTES, MAX_IMAGES_PER_BATCH, check_image, check_images, tool_images
 from .schemas import BUILTIN_SCHEMAS

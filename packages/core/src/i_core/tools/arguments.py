@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .contract import ToolError
+from ..errors import ToolError
 from .text import printable
 
 

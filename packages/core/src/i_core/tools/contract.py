@@ -1,4 +1,4 @@
-"""The types every built-in tool shares: its context, its result, its prepared call and its error."""
+"""The types every built-in tool shares: its context, its result and its prepared call."""
 
 from __future__ import annotations
 
@@ -13,10 +13,6 @@ DEFAULT_MAX_OUTPUT_CHARS = 200_000
 DEFAULT_SHELL_TIMEOUT = 120.0
 # Seconds a whole ``search`` or ``glob`` call may take (the model's pattern decides its cost): deadline.py.
 DEFAULT_PATTERN_DEADLINE = 5.0
-
-
-class ToolError(Exception):
-    """An expected tool failure; the agent loop returns its message to the model as a tool error."""
 
 
 def normal_env() -> dict[str, str]:

@@ -26,7 +26,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .contract import DEFAULT_PATTERN_DEADLINE, ToolContext, ToolError, ToolResult, normal_env
+from ..errors import ToolError
+from .contract import DEFAULT_PATTERN_DEADLINE, ToolContext, ToolResult, normal_env
 
 PATTERN_DEADLINE = DEFAULT_PATTERN_DEADLINE
 # Extra time the child process gets for its own start-up before the deadline counts.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .contract import Prepared, ToolContext, ToolError, ToolResult
+from ..errors import ToolError
+from .contract import Prepared, ToolContext, ToolResult
 from .files import prepare_edit, prepare_read, prepare_write
 from .globbing import prepare_glob
 from .images import prepare_view_image

@@ -11,8 +11,9 @@ from typing import BinaryIO
 
 from i_protocol import atomic_write_bytes
 
+from ..errors import ToolError
 from .arguments import Arguments
-from .contract import Prepared, Snapshot, ToolContext, ToolError, ToolResult
+from .contract import Prepared, Snapshot, ToolContext, ToolResult
 from .images import image_mime
 from .paths import display, resolve
 from .text import plural, printable

@@ -7,8 +7,9 @@ import re
 import stat
 from pathlib import Path
 
+from ..errors import ToolError
 from .arguments import Arguments
-from .contract import Prepared, ToolContext, ToolError, ToolResult
+from .contract import Prepared, ToolContext, ToolResult
 from .deadline import seconds_text, within_deadline
 from .paths import display, resolve
 from .text import cut_tail, printable

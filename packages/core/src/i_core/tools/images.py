@@ -8,8 +8,12 @@ import os
 import stat
 from typing import Any
 
+from i_protocol.errors import FileTooLarge
+from i_protocol.files import read_bytes
+
+from ..errors import ToolError
 from .arguments import Arguments
-from .contract import Prepared, ToolContext, ToolError, ToolResult
+from .contract import Prepared, ToolContext, ToolResult
 from .paths import display, resolve
 from .text import printable
 
@@ -151,10 +155,10 @@ def prepare_view_image(arguments: object, ctx: ToolContext) -> Prepared:
             raise ToolError(f"view_image: {shown}: not a regular file")
         if info.st_size > MAX_IMAGE_BYTES:
             raise ToolError(f"view_image: {shown}: {info.st_size} bytes, over the {MAX_IMAGE_BYTES}-byte (8 MiB) limit")
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_IMAGE_BYTES + 1)
-        if len(data) > MAX_IMAGE_BYTES:
-            raise ToolError(f"view_image: {shown}: over the {MAX_IMAGE_BYTES}-byte (8 MiB) limit")
+        try:
+            data = read_bytes(path, MAX_IMAGE_BYTES)
+        except FileTooLarge:  # grown since the stat
+            raise ToolError(f"view_image: {shown}: over the {MAX_IMAGE_BYTES}-byte (8 MiB) limit") from None
         mime = image_mime(data)
         if mime is None:
             raise ToolError(f"view_image: {shown}: not a PNG, JPEG, GIF or WebP image (checked by its signature)")

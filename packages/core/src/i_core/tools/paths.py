@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .contract import ToolError
+from ..errors import ToolError
 from .text import printable
 
 

@@ -8,8 +8,12 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from i_protocol.errors import FileTooLarge
+from i_protocol.files import read_bytes
+
+from ..errors import ToolError
 from .arguments import Arguments
-from .contract import Prepared, ToolContext, ToolError, ToolResult
+from .contract import Prepared, ToolContext, ToolResult
 from .deadline import seconds_text, within_deadline
 from .globbing import compile_glob
 from .paths import display, resolve
@@ -128,11 +132,10 @@ def _search_file(path: str, shown: str, query: _Query, results: list[str], limit
     try:
         if os.stat(path).st_size > MAX_FILE_BYTES:
             return True
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError:
+        data = read_bytes(path, MAX_FILE_BYTES)
+    except (OSError, FileTooLarge):  # unreadable, or grown past the limit since the stat: skipped
         return True
-    if len(data) > MAX_FILE_BYTES or b"\x00" in data[:BINARY_PROBE_BYTES]:
+    if b"\x00" in data[:BINARY_PROBE_BYTES]:
         return True
     if query.literal is not None and query.literal not in data:
         return True

@@ -9,8 +9,9 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+from ..errors import ToolError
 from .arguments import Arguments
-from .contract import APPROVAL_TOKEN_ENV, Prepared, ToolContext, ToolError, ToolResult
+from .contract import APPROVAL_TOKEN_ENV, Prepared, ToolContext, ToolResult
 from .text import printable
 
 MAX_SHELL_TIMEOUT = 600.0

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from i_protocol.jsonsafe import printable  # noqa: F401  (re-exported: the tools show undecodable text with it)
+from i_protocol.jsonsafe import printable
+
+__all__ = ["cut_tail", "plural", "printable"]  # printable re-exported: the tools show undecodable text with it
 
 
 def cut_tail(text: str, limit: int) -> str:

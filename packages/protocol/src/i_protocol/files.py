@@ -1,0 +1,167 @@
+"""Files that several processes share: bounded reads, locked updates, corrupt files set aside.
+
+Public API, versioned with the protocol: the core and every worker use these instead of their own
+copies, so a file is read, locked and replaced the same way everywhere.
+
+- **Bounded reads** (``read_bytes``, ``read_text``, ``read_json``): at most ``limit`` bytes (or
+  characters) are read, one more to see that a file is over; an over-limit file is a
+  ``FileTooLarge``, never a file read in part. ``FileNotFoundError`` and other ``OSError`` pass
+  through unchanged, because what a missing file means (none yet, or an error) is the caller's
+  to say. Invalid UTF-8 or JSON is a ``FileDecodeError`` naming the file and the position.
+- **Locked updates** (``locked_update``): ``<path>.lock`` is held (filelock's ``FileLock``:
+  ``flock`` on Unix) while the caller re-reads the file and replaces it atomically
+  (``i_protocol.atomic``); a lock not acquired in time is a ``LockTimeout`` naming the file and
+  the seconds. ``acquire_lock`` is the same lock for a caller that holds it longer (a session).
+  Lock files stay after use: unlinking one another process has open would let two writers in.
+- **Set aside** (``set_aside``): a file that cannot be read as what it must be is renamed to
+  ``<name>.corrupt-<UTC timestamp>[-n]`` beside it, never over an earlier copy, so nothing is lost
+  and the next writer starts afresh.
+
+Every error is an ``i_protocol.errors.FileError``; a package maps it to its own error type where
+its messages or exit codes require. ``filelock`` is imported only when a lock is taken, because
+workers start on every call.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .atomic import atomic_write_bytes
+from .errors import FileDecodeError, FileTooLarge, LockTimeout
+from .jsonsafe import loads_safe
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
+__all__ = [
+    "CORRUPT_INFIX",
+    "LOCK_SUFFIX",
+    "LockedFile",
+    "acquire_lock",
+    "locked_update",
+    "parse_json",
+    "read_bytes",
+    "read_json",
+    "read_text",
+    "set_aside",
+]
+
+StrPath = str | os.PathLike[str]
+LOCK_SUFFIX = ".lock"
+CORRUPT_INFIX = ".corrupt-"
+
+
+def read_bytes(path: StrPath, limit: int, *, what: str = "file") -> bytes:
+    """The bytes of ``path``, at most ``limit``; ``FileTooLarge`` (naming ``what``) when it holds more."""
+    with open(path, "rb") as handle:
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise FileTooLarge(os.fspath(path), f"{what} is larger than {limit} bytes")
+    return raw
+
+
+def read_text(path: StrPath, limit: int, *, what: str = "file") -> str:
+    """The UTF-8 text of ``path``, at most ``limit`` characters, newlines read as ``open()`` reads them."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(limit + 1)
+    except UnicodeDecodeError as exc:
+        raise FileDecodeError(os.fspath(path), f"{what} is not valid UTF-8 ({exc.reason})", exc.reason) from None
+    if len(text) > limit:
+        raise FileTooLarge(os.fspath(path), f"{what} is longer than {limit} characters")
+    return text
+
+
+def read_json(path: StrPath, limit: int, *, what: str = "file", lossless: bool = False) -> Any:
+    """The JSON document in ``path`` (at most ``limit`` bytes); see ``parse_json`` for ``lossless``."""
+    return parse_json(read_bytes(path, limit, what=what), path, what=what, lossless=lossless)
+
+
+def parse_json(raw: bytes, path: StrPath, *, what: str = "file", lossless: bool = False) -> Any:
+    """Decode JSON read from ``path`` with orjson; ``FileDecodeError`` names the file, line and column.
+
+    ``lossless`` also accepts escaped lone surrogates (``i_protocol.jsonsafe``), for files that may
+    hold undecodable names; without it the strict orjson rules apply.
+    """
+    try:
+        return loads_safe(raw) if lossless else orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        reason = f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+        raise FileDecodeError(os.fspath(path), f"{what} is not valid JSON: {reason}", reason) from None
+
+
+def acquire_lock(path: StrPath, *, timeout: float) -> BaseFileLock:
+    """Acquire ``<path>.lock`` (creating its folder) within ``timeout`` seconds; the caller releases it.
+
+    ``LockTimeout`` names the file and the seconds; an ``OSError`` (a folder that cannot be created
+    or written) passes through.
+    """
+    from filelock import FileLock, Timeout
+
+    target = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    lock = FileLock(target + LOCK_SUFFIX, timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise LockTimeout(
+            target, f"timed out after {timeout:g}s waiting for its lock; another process holds it"
+        ) from None
+    return lock
+
+
+class LockedFile:
+    """A file held under its lock for one read-modify-write: re-read it, then ``replace`` it."""
+
+    __slots__ = ("_durable", "_lock", "_mode", "_timeout", "path")
+
+    def __init__(self, path: StrPath, *, timeout: float, durable: bool, mode: int) -> None:
+        self.path = os.fspath(path)
+        self._timeout = timeout
+        self._durable = durable
+        self._mode = mode
+        self._lock: BaseFileLock | None = None
+
+    def replace(self, data: bytes) -> None:
+        """Replace the file with ``data`` atomically (readers see the old or the new content)."""
+        atomic_write_bytes(self.path, data, self._mode, durable=self._durable)
+
+    def __enter__(self) -> LockedFile:
+        self._lock = acquire_lock(self.path, timeout=self._timeout)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+
+def locked_update(path: StrPath, *, timeout: float, durable: bool = True, mode: int = 0o600) -> LockedFile:
+    """``with locked_update(path, timeout=10) as file:`` hold the lock, re-read, ``file.replace(new)``.
+
+    Read inside the block: what was read before the lock may be stale. Leaving the block without
+    ``replace`` writes nothing. ``durable=False`` skips the fsyncs (see ``atomic_write_bytes``).
+    """
+    return LockedFile(path, timeout=timeout, durable=durable, mode=mode)
+
+
+def set_aside(path: StrPath) -> str:
+    """Rename ``path`` to ``<name>.corrupt-<UTC timestamp>[-n]`` beside it; returns the new path.
+
+    An earlier copy is never replaced: a name already taken gets ``-1``, ``-2``, … Call it under the
+    file's lock, so that no other writer sets the same file aside at the same time.
+    """
+    source = os.fspath(path)
+    seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(seconds)) + f".{nanoseconds // 1000:06d}Z"
+    base = f"{source}{CORRUPT_INFIX}{stamp}"
+    target, counter = base, 0
+    while os.path.lexists(target):
+        counter += 1
+        target = f"{base}-{counter}"
+    os.rename(source, target)
+    return target

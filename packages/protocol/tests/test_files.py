@@ -1,0 +1,220 @@
+"""i_protocol.files: bounded reads, locked updates across real processes, corrupt files set aside."""
+
+from __future__ import annotations
+
+import calendar
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from i_protocol import files
+from i_protocol.errors import FileDecodeError, FileError, FileTooLarge, LockTimeout
+from i_protocol.files import acquire_lock, locked_update, read_bytes, read_json, read_text, set_aside
+
+# -- bounded reads -------------------------------------------------------------------------------
+
+
+def test_read_bytes_takes_a_file_at_the_limit_and_refuses_one_byte_more(tmp_path: Path) -> None:
+    path = tmp_path / "data.bin"
+    path.write_bytes(b"x" * 10)
+    assert read_bytes(path, 10) == b"x" * 10
+    with pytest.raises(FileTooLarge) as caught:
+        read_bytes(path, 9, what="the queue")
+    assert str(caught.value) == f"{path}: the queue is larger than 9 bytes"
+    assert caught.value.path == str(path)
+
+
+def test_a_missing_file_is_the_callers_to_judge(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        read_bytes(tmp_path / "absent.json", 100)
+    with pytest.raises(FileNotFoundError):
+        read_json(tmp_path / "absent.json", 100)
+
+
+def test_read_text_counts_characters_not_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "prompt.txt"
+    path.write_text("é" * 5, encoding="utf-8")  # 5 characters, 10 bytes
+    assert read_text(path, 5) == "é" * 5
+    with pytest.raises(FileTooLarge, match=r"prompt\.txt: file is longer than 4 characters$"):
+        read_text(path, 4)
+
+
+def test_read_text_names_invalid_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"caf\xe9")
+    with pytest.raises(FileDecodeError) as caught:
+        read_text(path, 100, what="system prompt")
+    assert str(caught.value).startswith(f"{path}: system prompt is not valid UTF-8 (")
+
+
+def test_corrupt_json_names_the_file_the_line_and_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_bytes(b'{\n  "a": tru\n}')
+    with pytest.raises(FileDecodeError) as caught:
+        read_json(path, 1000, what="memory file")
+    message = str(caught.value)
+    assert message.startswith(f"{path}: memory file is not valid JSON: ")
+    assert message.endswith("at line 2, column 8")
+    assert caught.value.reason in message and "line 2, column 8" in caught.value.reason
+
+
+def test_json_over_the_limit_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    path.write_bytes(orjson.dumps({"k": "v" * 100}))
+    with pytest.raises(FileTooLarge, match="larger than 50 bytes"):
+        read_json(path, 50)
+
+
+def test_lossless_json_keeps_escaped_lone_surrogates_and_strict_json_refuses_them(tmp_path: Path) -> None:
+    path = tmp_path / "registry.json"
+    path.write_bytes(b'{"path": "/p/caf\\udce9"}')
+    assert read_json(path, 100, lossless=True) == {"path": "/p/caf\udce9"}
+    with pytest.raises(FileDecodeError, match="is not valid JSON"):
+        read_json(path, 100)
+
+
+def test_file_errors_survive_pickling_for_multiprocessing() -> None:
+    for error in (
+        FileTooLarge("/p", "big"),
+        FileDecodeError("/p", "bad", "at line 1, column 1"),
+        LockTimeout("/p", "x"),
+    ):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error) and str(copy) == str(error)
+        assert isinstance(copy, FileError)
+
+
+# -- locked updates ------------------------------------------------------------------------------
+
+_INCREMENTER = textwrap.dedent(
+    """
+    import sys, orjson
+    from i_protocol.files import locked_update, read_json
+
+    path, rounds = sys.argv[1], int(sys.argv[2])
+    print("ready", flush=True)
+    sys.stdin.readline()  # start together with the other process
+    for _ in range(rounds):
+        with locked_update(path, timeout=30, durable=False) as file:
+            try:
+                count = read_json(path, 1000)["count"]
+            except FileNotFoundError:
+                count = 0
+            file.replace(orjson.dumps({"count": count + 1}))
+    """
+)
+
+_HOLDER = textwrap.dedent(
+    """
+    import sys
+    from i_protocol.files import acquire_lock
+
+    lock = acquire_lock(sys.argv[1], timeout=30)
+    print("held", flush=True)
+    sys.stdin.readline()  # hold until the test says so
+    lock.release()
+    """
+)
+
+
+def _python(code: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+
+
+def test_two_processes_updating_one_file_lose_no_update(tmp_path: Path) -> None:
+    path = tmp_path / "shared" / "counter.json"  # the folder does not exist yet: the lock creates it
+    rounds = 150
+    workers = [_python(_INCREMENTER, str(path), str(rounds)) for _ in range(2)]
+    for worker in workers:
+        assert worker.stdout is not None and worker.stdout.readline() == "ready\n"
+    for worker in workers:
+        assert worker.stdin is not None
+        worker.stdin.write("go\n")
+        worker.stdin.close()
+    for worker in workers:
+        assert worker.wait(timeout=120) == 0
+    assert orjson.loads(path.read_bytes()) == {"count": 2 * rounds}
+    assert sorted(p.name for p in path.parent.iterdir()) == ["counter.json", "counter.json.lock"]  # no temporaries
+
+
+def test_lock_timeout_names_the_file_and_the_seconds(tmp_path: Path) -> None:
+    path = tmp_path / "stats.json"
+    holder = _python(_HOLDER, str(path))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        started = time.monotonic()
+        with pytest.raises(LockTimeout) as caught, locked_update(path, timeout=0.3):
+            pytest.fail("the lock was acquired while another process held it")
+        assert time.monotonic() - started >= 0.3
+        assert str(caught.value) == f"{path}: timed out after 0.3s waiting for its lock; another process holds it"
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        assert holder.wait(timeout=30) == 0
+    with locked_update(path, timeout=5) as file:  # free again once the holder let go
+        file.replace(b"{}")
+    assert path.read_bytes() == b"{}"
+
+
+def test_an_update_that_fails_writes_nothing_and_releases_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "memory.json"
+    path.write_bytes(b'{"old": true}')
+    with pytest.raises(ZeroDivisionError), locked_update(path, timeout=1):
+        _ = 1 / 0
+    with locked_update(path, timeout=0):  # not replaced: nothing written
+        pass
+    assert path.read_bytes() == b'{"old": true}'
+    lock = acquire_lock(path, timeout=0)  # released both times
+    lock.release()
+
+
+def test_replace_keeps_the_requested_mode(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    with locked_update(path, timeout=1, mode=0o600) as file:
+        file.replace(b"[]")
+    assert path.stat().st_mode & 0o777 == 0o600 & ~_umask()
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+# -- setting a corrupt file aside ----------------------------------------------------------------
+
+
+def test_set_aside_names_the_copy_by_utc_time_and_keeps_the_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "memory.json"
+    path.write_bytes(b"{oops")
+    before = time.time()
+    kept = Path(set_aside(path))
+    assert not path.exists() and kept.read_bytes() == b"{oops"
+    assert kept.parent == tmp_path and kept.name.startswith("memory.json.corrupt-")
+    stamp = kept.name.removeprefix("memory.json.corrupt-")
+    assert len(stamp) == len("20260101T120000.000000Z") and stamp.endswith("Z")
+    seconds = calendar.timegm(time.strptime(stamp[:15], "%Y%m%dT%H%M%S"))
+    assert abs(seconds - before) < 5
+
+
+def test_set_aside_never_replaces_an_earlier_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files.time, "time_ns", lambda: 1_767_225_600_123_456_789)  # 2026-01-01T00:00:00.123456Z
+    path = tmp_path / "cache-stats.json"
+    earlier = tmp_path / "cache-stats.json.corrupt-20260101T000000.123456Z"
+    earlier.write_bytes(b"first")
+    path.write_bytes(b"second")
+    assert set_aside(path) == f"{earlier}-1"
+    path.write_bytes(b"third")
+    assert set_aside(path) == f"{earlier}-2"
+    assert earlier.read_bytes() == b"first"
+    assert Path(f"{earlier}-1").read_bytes() == b"second"
+    assert Path(f"{earlier}-2").read_bytes() == b"third"
