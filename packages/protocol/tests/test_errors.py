@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 import i_protocol
 from i_protocol import errors
-
-
-def drawn_parents(doc: str) -> dict[str, str | None]:
-    """``{class: parent}`` from a docstring tree of ``* Base`` / ``+ Child`` / ``- Grandchild`` lines."""
-    nodes = re.findall(r"^( *)[*+-] ([A-Za-z_][\w.]*)", doc, re.M)
-    parents: dict[str, str | None] = {}
-    stack: list[str] = []
-    for indent, name in nodes:
-        stack = stack[: (len(indent) - len(nodes[0][0])) // 2]
-        parents[name] = stack[-1] if stack else None
-        stack.append(name)
-    return parents
+from i_protocol.testing import drawn_parents
 
 
 def test_all_names_every_exception_class_defined_here():

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 from i_memory import errors
 from i_protocol import WorkerError
+from i_protocol.testing import error_module_problems
 
 
-def test_all_names_every_class_defined_here():
-    defined = sorted(
-        name for name, value in vars(errors).items() if isinstance(value, type) and value.__module__ == errors.__name__
-    )
-    assert errors.__all__ == defined == ["MemoryStoreError"]
-
-
-def test_the_docstring_draws_each_class_under_its_real_base():
-    doc = errors.__doc__ or ""
-    nodes = re.findall(r"^( *)[*+-] ([\w.]+)", doc, re.M)
-    parents, stack = {}, []
-    for indent, name in nodes:
-        stack = stack[: (len(indent) - len(nodes[0][0])) // 2]
-        parents[name.rsplit(".", 1)[-1]] = stack[-1].rsplit(".", 1)[-1] if stack else None
-        stack.append(name)
-    assert parents["WorkerError"] == WorkerError.__bases__[0].__name__ == "ProtocolError"
-    for name in errors.__all__:
-        assert getattr(errors, name).__bases__[0].__name__ == parents[name]
+def test_every_class_is_exported_and_drawn_under_its_real_base():
+    assert error_module_problems(errors) == []
+    assert errors.__all__ == ["MemoryStoreError"]
+    assert getattr(errors, errors.__all__[0]).__bases__[0] is WorkerError
