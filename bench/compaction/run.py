@@ -167,10 +167,9 @@ def keep_last(prefix: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class WorkerRoutes:
     """The real ``i-compact`` process in local and model mode, plus the scripted model."""
 
-    def __init__(self, tmp: str) -> None:
+    def __init__(self, tmp: str, source: str | None = None) -> None:
         from i_protocol.host import WorkerProcess
 
-        exe = Path(sys.executable).parent / "i-compact"
         self.workers = {}
         for mode in ("local", "model"):
             dirs = {k: os.path.join(tmp, mode, k) for k in ("config_dir", "data_dir", "cache_dir", "runtime_dir")}
@@ -178,7 +177,9 @@ class WorkerRoutes:
                 os.makedirs(path)
             Path(dirs["config_dir"], "compact.json").write_text(json.dumps({"mode": mode, "cache": False}))
             env = {"PATH": os.environ.get("PATH", "")} | {f"I_{k.upper()}": v for k, v in dirs.items()}
-            self.workers[mode] = WorkerProcess.spawn([str(exe)], env=env)
+            if source:
+                env["PYTHONPATH"] = source
+            self.workers[mode] = WorkerProcess.spawn([sys.executable, "-m", "i_compact"], env=env)
         self.sent_to_model: list[str] = []
 
     def close(self) -> None:
@@ -201,7 +202,7 @@ class WorkerRoutes:
 
     def run(self, mode: str, history: list[dict[str, Any]], plan: dict[str, Any]) -> list[dict[str, Any]]:
         from i_core.compaction import render_transcript, summary_message
-        from i_core.scripted import ScriptedModel
+        from i_scripted import ScriptedModel
 
         worker = self.workers[mode]
         cut = plan["cut"]
@@ -259,17 +260,21 @@ def kept(fact: Fact, text: str, flat: str) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker-src", help="run the worker from this source folder (old vs new)")
     parser.add_argument("--quick", action="store_true", help="4 transcripts instead of 12")
     parser.add_argument("--seeds", type=int, default=None, help="number of transcripts")
     parser.add_argument("--json", help="also write the per-transcript results to this file")
     args = parser.parse_args()
     count = args.seeds or (4 if args.quick else 12)
-    totals = {m: {"reduction": [], "kinds": {k: [0, 0] for k in FACT_KINDS}, "leaks": 0, "secrets": 0} for m in METHODS}
+    totals = {
+        m: {"reduction": [], "bytes": [], "kinds": {k: [0, 0] for k in FACT_KINDS}, "leaks": 0, "secrets": 0}
+        for m in METHODS
+    }
     rows = []
     sent_leaks = 0
     corpus_bytes = corpus_messages = 0
     with tempfile.TemporaryDirectory() as tmp:
-        routes = WorkerRoutes(tmp)
+        routes = WorkerRoutes(tmp, args.worker_src)
         try:
             for seed in range(1, count + 1):
                 transcript = generate(seed)
@@ -298,6 +303,7 @@ def main() -> int:
                     total = totals[method]
                     reduction = 1 - measure(output) / before
                     total["reduction"].append(reduction)
+                    total["bytes"].append(len(text.encode()))
                     missing = []
                     for fact in facts:
                         if fact.kind == "secret":
@@ -331,10 +337,11 @@ def print_table(totals: dict[str, Any], count: int, messages: int, size: int, se
     print(f"corpus: {count} transcripts, {messages} messages, {size / 1e6:.1f} MB; reduction measure: {MEASURE}")
     head = (
         "| method | prefix reduction, median (min) | planted facts kept | protocol-critical ids kept "
-        "| resume calls byte for byte | latest request | error to fix | modified paths | secrets leaked |"
+        "| resume calls byte for byte | latest request | error to fix | modified paths | secrets leaked "
+        "| output bytes, median (max) |"
     )
     print(head)
-    print("|" + "---|" * 9)
+    print("|" + "---|" * 10)
     for method in METHODS:
         t = totals[method]
         kinds = t["kinds"]
@@ -344,7 +351,7 @@ def print_table(totals: dict[str, Any], count: int, messages: int, size: int, se
             f"| {method} | {100 * statistics.median(reductions):.1f}% ({100 * min(reductions):.1f}%) "
             f"| {_share(list(kinds.values()))} | {_share(ids)} | {_share([kinds['resume']])} "
             f"| {_share([kinds['request']])} | {_share([kinds['error']])} | {_share([kinds['path']])} "
-            f"| {t['leaks']}/{t['secrets']} |"
+            f"| {t['leaks']}/{t['secrets']} | {statistics.median(t['bytes']):,.0f} ({max(t['bytes']):,}) |"
         )
     print(f"\nsecret values present in the transcripts sent to the scripted model (model mode): {sent_leaks}")
 

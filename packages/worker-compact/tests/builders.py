@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from i_protocol.history import summary_marker
+
 
 def system() -> dict[str, Any]:
     return {"role": "system", "content": "You are i."}
@@ -24,3 +26,8 @@ def assistant(text: str = "", calls: list[tuple[str, str, str]] | None = None) -
 
 def tool(call_id: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def summary(text: str) -> dict[str, Any]:
+    """A compaction summary as the core writes it: a user message with the summary marker."""
+    return {"role": "user", "content": text, "_compaction": summary_marker()}

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 from builders import assistant, system, tool, user
+from builders import summary as summary_of
 
 from i_protocol import ErrorFrame
 from i_protocol.host import WorkerProcess
@@ -129,12 +130,18 @@ def test_model_mode_flow(spawn: Any, dirs: dict[str, str], tmp_path: Path) -> No
     assert "plan plan plan" not in dumped  # declared omission
     assert "hunter2hunter2" not in dumped and "_anthropic_content" not in dumped
     assert str(project) in prepared["prompt"]
-    assert result["final"]["summary"] == "<continuation_summary>\nlexer port; approval_01abc\n</continuation_summary>"
+    final = result["final"]["summary"]
+    # Without a round (an old core), the check carries forward what the summary left out at once,
+    # and the state record rides along verbatim.
+    assert final.startswith("<continuation_summary>\nlexer port; approval_01abc\n\n## Carried forward")
+    assert "- modified path: src/lexer.rs" in final and f"resume call of approval_01abc: {RESUME}" in final
+    assert final.endswith("</state_record>\n</continuation_summary>")
     assert result["final"]["state"]["lastAttempt"]["reason"] == "summary_normalized"
     record = last_attempt(dirs)
     assert record["status"] == "compacted" and record["reason"] == "committed"
     assert record["savedTokens"] == 68000 and record["summaryNormalization"] == "extracted_block"
     assert record["plan"]["alignment"] == "user"
+    assert record["ledgerCheck"]["status"] == "checked" and record["ledgerCheck"]["carriedForward"] > 0
 
 
 def test_local_mode_flow_and_repeated_compaction(spawn: Any, dirs: dict[str, str]) -> None:
@@ -156,7 +163,7 @@ def test_local_mode_flow_and_repeated_compaction(spawn: Any, dirs: dict[str, str
     assert "hunter2hunter2" not in summary and "DB_PASSWORD" in summary
     assert len(summary) < sum(len(orjson.dumps(m)) for m in history[1 : first["cut"]]) * 0.2
     # The core commits system + summary + suffix; compacting that again keeps the facts.
-    candidate = [history[0], {"role": "user", "content": summary}, *history[first["cut"] :]]
+    candidate = [history[0], summary_of(summary), *history[first["cut"] :]]
     candidate += [assistant("", [("d1", "shell", "{}")]), tool("d1", "run_321zz done"), assistant("a"), assistant("b")]
     second = run_flow(worker, candidate)
     assert second["planned"]["state"]["previous_summary"] == summary

@@ -4,26 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
-from builders import assistant, system, tool, user
+from builders import assistant, summary, system, tool, user
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from i_compact import identifiers
-from i_compact.identifiers import SECTION, bound, collect, find
+from i_compact.identifiers import collect, find
+from i_compact.ledger import Ledger
 from i_compact.local_summary import local_summary
+from i_compact.state_record import parse_record, record_text, render
 from i_compact.transcript import analyse
 from i_compact.worker import worker
 
 PROSE = (
     "The budget worker estimates the context before each request, and in 2024 the v2 planner "
-    "learned a 40-char limit on a 2-core box with 10-20ms of jitter (utf-8, sha256, python3, "
-    "dated 2024-01-15, and/or 12/31/2024, 1/2.5 of it; see /compact). "
+    "learned a 40-char limit on a 2-core box with 10-20ms of jitter (utf8, sha256, python3, "
+    "dated 2024-01-15T10:00Z, and/or 12/31/2024, 1/2.5 of it; see /compact). "
 )
 
 
@@ -39,11 +40,9 @@ def note(turn: int, size: int = 6000, kind: str = "english") -> str:
 
 
 def ledger(summary: str) -> list[str]:
-    """The items of the summary's ``## Identifiers and paths`` section."""
-    if f"## {SECTION}\n" not in summary:
-        return []
-    section = summary.split(f"## {SECTION}\n", 1)[1].split("\n## ", 1)[0].split("\n</continuation_summary>")[0]
-    return [line[2:] for line in section.splitlines() if line.startswith("- ")]
+    """The modified paths and the ids and paths of the summary's state record."""
+    record = parse_record(summary)
+    return [*record.paths, *record.ids] if record is not None else []
 
 
 def summarise(messages: list[dict[str, Any]], **bounds: int) -> str:
@@ -58,7 +57,8 @@ def test_ids_and_paths_the_rule_accepts() -> None:
         "Record ID-english-12-34dcf2bd for src/budget/store.py. uuid 123e4567-e89b-12d3-a456-426614174000, "
         "sha 34dcf2bd9a0c, short sha 1a2b3c4, ULID 01ARZ3NDEKTSV4RRFFQ69G5FAV, ticket PROJ-1234, tx_0042, "
         "job_777abc; call_abc123: toolu_01ABCdef234. Files ./run.sh ../lib/x ~/notes.md /etc/hosts "
-        ".github/workflows/ci.yml tests/test_token_3.py::test_x, a/b.tar.gz and src/x.py."
+        ".github/workflows/ci.yml tests/test_token_3.py::test_x, a/b.tar.gz and src/x.py. "
+        "Short ids (issue 17): run_1, tx_9, utf-8; codes in capitals HAT136, EQ1G6C, 4WQ150; dates 2024-05-20."
     )
     assert [token for token, _ in find(text)] == [
         "ID-english-12-34dcf2bd",
@@ -80,15 +80,22 @@ def test_ids_and_paths_the_rule_accepts() -> None:
         "tests/test_token_3.py",
         "a/b.tar.gz",
         "src/x.py",
+        "run_1",
+        "tx_9",
+        "utf-8",
+        "HAT136",
+        "EQ1G6C",
+        "4WQ150",
+        "2024-05-20",
     ]
 
 
 def test_prose_words_and_numbers_alone_are_not_identifiers() -> None:
     words = (
-        "2024 1_000_000 42 v2 utf-8 e2e sha256 python3 base64 md5sum x86 40-char 2-core 10-20ms "
-        "3-way-merge 64_bit 2024-01-15 2024-01-15T10:00:00Z and/or km/h 12/31/2024 1/2.5 /compact "
-        "/accept N/A run_1 AbCdEf123456XyZ90 deadbeef decade https://example.com/a/b.html "
-        "www_example.com notes_12.md run_123.log x86_64.so"
+        "2024 1_000_000 42 v2 e2e sha256 python3 base64 md5sum x86 40-char 2-core 10-20ms "
+        "3-way-merge 64_bit 2024-13-45 2024-01-15T10:00:00Z and/or km/h 12/31/2024 1/2.5 /compact "
+        "/accept N/A tx_ AbCdEf123456XyZ90 deadbeef decade https://example.com/a/b.html "
+        "www_example.com notes_12.md run_123.log x86_64.so A1 Hat136 7447 555-1234"
     )
     assert find(words) == []
     assert find(PROSE * 50) == []
@@ -190,7 +197,7 @@ def test_secrets_are_never_carried() -> None:
     ]
     messages += [tool("c1", "ok"), user("next"), assistant("done")]
     summary = summarise(messages)
-    section = summary.split(f"## {SECTION}\n", 1)[1].split("\n## ", 1)[0]
+    section = record_text(summary) or ""
     assert ledger(summary) == ["job_42abc", "src/deploy/run.py", "PROJ-1234"]
     for value in SECRETS:
         assert value not in section, value
@@ -217,26 +224,23 @@ def test_the_bound_holds_and_says_how_many_were_dropped() -> None:
     messages = [user(f"Record {marker(i)} and src/m/f_{i}.py now.") for i in range(3000)] + [assistant("ok")]
     summary = summarise(messages, max_chars=4000, critical_chars=12000, max_bytes=12000)
     assert len(summary.encode()) <= 12000
-    items = ledger(summary)
-    assert items[0].startswith("[... ") and items[0].endswith(" older identifiers omitted ...]")
-    dropped = int(re.search(r"\d+", items[0]).group())
-    assert dropped + len(items) - 1 == 6000  # every id and path is kept or counted
-    assert items[-2:] == [marker(2999), "src/m/f_2999.py"]  # the newest are kept
-    section = summary.split(f"## {SECTION}", 1)[1].split("\n## ", 1)[0]
-    assert len(section) <= 12000 // 2  # its share
+    record = parse_record(summary)
+    assert record is not None
+    assert record.dropped["id"] + len(record.ids) == 6000  # every id and path is kept or counted
+    assert record.ids[-2:] == [marker(2999), "src/m/f_2999.py"]  # the newest are kept
+    assert record.request == f"Record {marker(2999)} and src/m/f_2999.py now."  # the rest of the record stays
 
 
 def test_data_goes_before_prose_when_over_the_bound() -> None:
-    items = [f"ID-a-{i}-abcdef12" for i in range(10)] + [f'"{i:08x}-aaaa-bbbb-cccc-0123456789ab"' for i in range(200)]
-    kept = bound(items, 600)
-    dropped = int(re.search(r"\d+", kept[0]).group())
-    assert kept[0] == f"[... {dropped} older identifiers omitted ...]" and dropped + len(kept) - 1 == 210
-    assert kept[1:11] == items[:10]  # every prose item stays; the data that stays is the newest
-    assert kept[11:] == items[len(items) - len(kept) + 11 :]
-    assert sum(len(item) + 3 for item in kept) + len(SECTION) + 6 <= 600
-    assert bound(["[... 5 older identifiers omitted ...]", *items[:3]], 10_000)[0] == (
-        "[... 5 older identifiers omitted ...]"
-    )
+    ids = [f"ID-a-{i}-abcdef12" for i in range(10)]
+    data = [f"{i:08x}-aaaa-bbbb-cccc-0123456789ab" for i in range(200)]
+    text = render(Ledger(ids=ids, data=data), 1200)
+    record = parse_record(text)
+    assert record is not None and len(text.encode()) <= 1200
+    assert record.ids == ids  # every prose item stays; the data that stays is the newest
+    assert record.data == data[len(data) - len(record.data) :] and 0 < len(record.data) < 200
+    assert record.dropped == {"data": 200 - len(record.data)}
+    assert render(record, 10_000) == text  # read back, it renders the same (counts included)
 
 
 def test_wide_characters_elsewhere_do_not_push_the_ledger_out() -> None:
@@ -252,7 +256,7 @@ def test_wide_characters_elsewhere_do_not_push_the_ledger_out() -> None:
     items = ledger(summary)
     for turn in range(12):
         assert marker(turn, "chinese") in items and f"src/core/p_{turn}.py" in items
-    assert "…[shortened for size]”" in summary  # the latest request gave way, not the ids
+    assert "more chars not kept]" in summary  # the latest request gave way, not the ids
 
 
 # -- generations through the handlers -----------------------------------------------------------
@@ -296,7 +300,7 @@ def test_two_generations_keep_the_first_generations_ids(dirs: dict[str, str]) ->
         assert marker(t) in items, t
         assert f"_{t}.py" in "\n".join(items), t
     assert items.index(marker(0)) < items.index(marker(13)) < items.index(marker(20))  # oldest first
-    third, _ = compact([system(), user(second), *turns(28, 6)], dirs)  # (26, 27 were the suffix)
+    third, _ = compact([system(), summary(second), *turns(28, 6)], dirs)  # (26, 27 were the suffix)
     assert all(marker(t) in ledger(third) for t in (*range(26), *range(28, 32)))
 
 
@@ -304,22 +308,23 @@ def test_a_model_written_summary_is_read_for_ids_too() -> None:
     model_summary = (
         "<continuation_summary>\nRecorded ids: ID-x-1-abcdef12, job_777abc in src/a_1.py\n</continuation_summary>"
     )
-    items = ledger(summarise([user(model_summary), user("go on with tx_0042"), assistant("ok")]))
+    items = ledger(summarise([summary(model_summary), user("go on with tx_0042"), assistant("ok")]))
     assert items == ["ID-x-1-abcdef12", "job_777abc", "src/a_1.py", "tx_0042"]
 
 
 def test_the_omission_count_is_carried_to_the_next_generation() -> None:
     messages = [user(f"Record {marker(i)} now.") for i in range(2000)] + [assistant("ok")]
     first = summarise(messages, max_chars=2000, critical_chars=6000, max_bytes=6000)
-    dropped = int(re.search(r"\[\.\.\. (\d+) older", first).group(1))
+    dropped = parse_record(first).dropped["id"]  # type: ignore[union-attr]
     block = f"<continuation_summary>\n{first}\n</continuation_summary>"
     second = summarise(
-        [user(block), *[user(f"Record {marker(i)} too.") for i in range(2000, 3000)], assistant("ok")],
+        [summary(block), *[user(f"Record {marker(i)} too.") for i in range(2000, 3000)], assistant("ok")],
         max_chars=2000,
         critical_chars=6000,
         max_bytes=6000,
     )
-    items = ledger(second)
-    total = int(re.search(r"\d+", items[0]).group())
-    assert total + len(items) - 1 == 3000 and total > dropped
-    assert items[-1] == marker(2999)
+    record = parse_record(second)
+    assert record is not None
+    total = record.dropped["id"]
+    assert total + len(record.ids) == 3000 and total > dropped
+    assert record.ids[-1] == marker(2999)

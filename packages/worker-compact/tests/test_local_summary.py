@@ -6,6 +6,7 @@ import orjson
 from builders import assistant, tool, user
 
 from i_compact.local_summary import local_summary
+from i_compact.state_record import parse_record
 from i_compact.transcript import analyse
 
 RESUME = '{"tool":"workspace_edit","arguments":{"action":"commit","transaction_id":"tx_0042"}}'
@@ -45,11 +46,13 @@ def summarise(messages: list[dict], max_chars: int = 8000) -> str:
 
 def test_local_summary_keeps_protocol_critical_facts() -> None:
     text = summarise(transcript())
-    assert "## Latest user request\n- “Also update the docs.”" in text
-    assert "Do not push to main without asking." in text  # authorization boundary
-    assert f"resume = {RESUME}" in text  # byte for byte
-    assert "approval_01abc" in text and "tx_0042" in text and "job_777abc" in text
-    assert "src/parser.py" in text
+    record = parse_record(text)
+    assert record is not None and text.index("<state_record") < text.index("## ")  # the record first
+    assert record.request == "Also update the docs."
+    assert record.constraints == ["Do not push to main without asking."]  # authorization boundary
+    assert f"resume = {RESUME}" in record.approvals["approval_01abc"]  # byte for byte
+    assert "tx_0042" in record.ids and "job_777abc" in record.ids
+    assert record.paths == {"src/parser.py": {"write": 1}}
     assert "ValueError: bad token" in text
     assert "Tests not yet run for the lexer" in text
     assert "table-driven parser" in text
@@ -112,9 +115,10 @@ def test_bound_holds_with_hundreds_of_pending_approvals() -> None:
         messages += [assistant("", [(f"c{i}", "workspace_command", "{}")]), tool(f"c{i}", staged)]
     text = summarise(messages, max_chars=6000)
     assert len(text) <= 6000
-    assert "approval_00399" in text  # newest kept
-    assert "workspace_inspect" in text  # the recovery route for what was dropped
-    assert "older entries omitted for size" in text or "resume call omitted for size" in text
+    record = parse_record(text)
+    assert record is not None and "approval_00399" in record.approvals  # newest kept
+    assert 'recover: workspace_inspect {"action":"changes"}' in text  # the recovery route for what was dropped
+    assert record.dropped["approval"] + len(record.approvals) == 400  # every approval kept or counted
 
 
 def staged(i: int, stdin_chars: int) -> tuple[str, str]:
@@ -161,7 +165,10 @@ def test_patch_tools_report_the_files_they_touch() -> None:
         tool("p2", "ok"),
         assistant("done"),
     ]
-    text = summarise(messages)
-    section = text.split("## Modified artifacts", 1)[1].split("##", 1)[0]
-    for path in ("src/a.py", "docs/new.md", "lib/old.rs"):
-        assert path in section
+    record = parse_record(summarise(messages))
+    assert record is not None
+    assert record.paths == {
+        "src/a.py": {"apply_patch": 1},
+        "docs/new.md": {"apply_patch": 1},
+        "lib/old.rs": {"apply_patch": 1},
+    }

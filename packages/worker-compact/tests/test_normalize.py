@@ -68,3 +68,17 @@ def test_any_text_gives_one_block_or_empty(text: str) -> None:
         assert n.summary.startswith("<continuation_summary>\n") and n.summary.endswith("\n</continuation_summary>")
         n.summary.encode("utf-8")
         assert normalize_summary(n.summary).summary == n.summary  # idempotent
+
+
+def test_text_after_a_nested_block_is_kept() -> None:
+    # A model that quotes the previous summary inside its own: the outer block's text after the
+    # inner one used to be lost (the first close tag ended the block).
+    nested = (
+        "<continuation_summary>\nNew work: tx_0042.\n<continuation_summary>\nOld: job_77abc.\n"
+        "</continuation_summary>\nNext: run the tests on src/a.py.\n</continuation_summary>"
+    )
+    n = normalize_summary(nested)
+    assert n.summary == CANON.format("New work: tx_0042.\n\nOld: job_77abc.\n\nNext: run the tests on src/a.py.")
+    assert n.summary.count("<continuation_summary>") == 1 and n.kind == "wrapped_block"
+    # A last block left open after a complete one keeps its text too.
+    assert "b" in normalize_summary("<continuation_summary>a</continuation_summary><continuation_summary>b").body

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from builders import assistant, system, tool, user
+from builders import assistant, summary, system, tool, user
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +59,7 @@ def test_falls_back_to_assistant_boundary_when_user_cut_compacts_too_little() ->
 def test_declines_when_nothing_but_a_previous_summary_would_be_summarised() -> None:
     history = [
         system(),
-        user("<continuation_summary>\nold\n</continuation_summary>"),
+        summary("<continuation_summary>\nold\n</continuation_summary>"),
         user("go"),
         assistant("a"),
         assistant("b"),
@@ -107,7 +107,7 @@ def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
         elif unit == "assistant":
             history.append(assistant(f"a{i}"))
         elif unit == "summary":
-            history.append(user("<continuation_summary>\ns\n</continuation_summary>"))
+            history.append(summary("<continuation_summary>\ns\n</continuation_summary>"))
         else:
             history.extend(batch(i, draw(st.integers(1, 4))))
     return history

@@ -1,4 +1,5 @@
-"""Secret redaction and UTF-8 safety (seed 004)."""
+"""Secret redaction (the REDACT policy of i_protocol.secrets, as compaction uses it) and UTF-8
+safety (seed 004). Each form the old i_compact.redact table caught keeps its case here."""
 
 from __future__ import annotations
 
@@ -6,22 +7,32 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from i_compact.redact import _COVER, _COVER_BY_LETTER, GATES, may_contain_secret, redact
+from i_compact.redact import may_contain_secret, redact, secret_references
 from i_compact.textsafe import scrub, scrub_value
 
 
 @pytest.mark.parametrize(
     ("text", "secret", "kind"),
     [
-        ("key is sk-proj-AbCdEfGhIjKlMnOpQrStUv123456", "sk-proj-AbCdEfGhIjKlMnOpQrStUv123456", "api_key"),
-        ("export OPENAI_API_KEY=abc123def456ghi", "abc123def456ghi", "secret"),
-        ('{"password": "hunter2hunter2"}', "hunter2hunter2", "password"),
-        ("git clone https://bob:s3cr3tP4ss@example.com/r.git", "s3cr3tP4ss", "password"),
-        ("Authorization: Bearer abcdefghijklmnop1234", "abcdefghijklmnop1234", "token"),
+        ("key is sk-proj-AbCdEfGhIjKlMnOpQrStUv123456", "sk-proj-AbCdEfGhIjKlMnOpQrStUv123456", "sk_api_key"),
+        ("export OPENAI_API_KEY=abc123def456ghi", "abc123def456ghi", "secret_assignment"),
+        ('{"password": "hunter2hunter2"}', "hunter2hunter2", "secret_label"),
+        ("git clone https://bob:s3cr3tP4ss@example.com/r.git", "s3cr3tP4ss", "url_password"),
+        ("Authorization: Bearer abcdefghijklmnop1234", "abcdefghijklmnop1234", "bearer_token"),
         ("ghp_" + "a1" * 18, "ghp_" + "a1" * 18, "github_token"),
         ("AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGHIJKLMNOP", "aws_access_key"),
         ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "MIIEow", "private_key"),
         ("eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4", "eyJhbGciOiJIUzI1", "jwt"),
+        ("TOKEN: abcdef123456", "abcdef123456", "secret_label"),
+        # Forms the old table missed (a local summary carried such a password six times).
+        ("DB_PASS=hunter2 ./migrate", "hunter2", "secret_assignment"),
+        ("mysql -uroot -pS3cret! shop", "S3cret!", "mysql_password"),
+        ("login --password hunter2_x1 --user bob", "hunter2_x1", "secret_flag"),
+        ("Authorization: Basic dXNlcjpTM2NyZXQh", "dXNlcjpTM2NyZXQh", "basic_auth"),
+        ("Cookie: sid=31d4d96e407aad42", "31d4d96e407aad42", "cookie"),
+        ("glpat-xY7_zW3-vU9tS2rQ1pO0", "xY7_zW3-vU9tS2rQ1pO0", "gitlab_token"),
+        ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "AbCdEfGhIjKlMnOp", "huggingface_token"),
+        ("npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "a1B2c3D4e5F6g7H8", "npm_token"),
     ],
 )
 def test_secret_values_are_replaced_by_a_marker_naming_the_kind(text: str, secret: str, kind: str) -> None:
@@ -33,6 +44,7 @@ def test_secret_values_are_replaced_by_a_marker_naming_the_kind(text: str, secre
 def test_names_and_locations_survive() -> None:
     out = redact("export OPENAI_API_KEY=abc123def456ghi  # stored in ~/.config/keys.env")
     assert "OPENAI_API_KEY" in out and "~/.config/keys.env" in out
+    assert secret_references(out) == ["OPENAI_API_KEY (secret_assignment)"]
 
 
 def test_references_and_ids_are_not_secrets() -> None:
@@ -44,6 +56,8 @@ def test_references_and_ids_are_not_secrets() -> None:
         '"max_tokens": 4096',
         "input_tokens: 1234567",
         "author: someone-long",
+        "mysql --password-file /run/secrets/db",
+        "refund tx_7781 for mia_li_3668 to gift_card_6847880; flight HAT136, reservation EQ1G6C",
     ):
         assert redact(text) == text
 
@@ -60,9 +74,7 @@ def test_pytest_node_ids_scopes_and_paths_are_not_secrets() -> None:
     assert "abcdef123456" not in redact("TOKEN: abcdef123456")
 
 
-def test_the_fast_gate_covers_every_pattern_gate() -> None:
-    assert all(any(cover in gate for cover in _COVER) for gate in GATES)
-    assert all(letter in word for letter, words in _COVER_BY_LETTER for word in words)
+def test_the_fast_gate() -> None:
     assert not may_contain_secret("tests/test_x.py::case_1 PASSED\n3 passed in 0.2s")
     assert may_contain_secret("Authorization: BEARER x")
 

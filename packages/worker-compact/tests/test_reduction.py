@@ -9,7 +9,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from i_compact.jsonspan import value_span
+from i_compact.jsonspan import keyed_value_span, value_span
 from i_compact.reduction import (
     ARRAY_CAP,
     ID_PATTERN,
@@ -234,3 +234,21 @@ def test_value_span_matches_json_for_any_document(value: object) -> None:
 def test_find_ids_equals_the_pattern_scan(text: str) -> None:
     # find_ids replaces ID_PATTERN.finditer with str.find gates; the ids and their order must match.
     assert find_ids(text) == [m.group(0) for m in ID_PATTERN.finditer(text)]
+
+
+def test_a_declared_omission_inside_a_resume_call_never_comes_back() -> None:
+    # The resume span used to be taken from the raw payload (jsonspan's fallback walk), so a field
+    # the producer declared omitted came back byte for byte inside the "verbatim" call.
+    arguments = {"action": "run", "stdin": "DECLARED-OMITTED-BODY"}
+    content = orjson.dumps(staged(arguments, omit=["data.approval.resume.arguments.stdin"])).decode()
+    for facts_only in (False, True):
+        reduction = reduce_tool_result(content, facts_only=facts_only)
+        approval = reduction.approvals[0]
+        assert approval.resume is None  # a call missing an argument is not a call
+        assert "declared part of it omitted" in (approval.resume_dropped or "")
+        assert "approval_7f3a9" in approval.line() and "workspace_inspect" in approval.line()
+        assert "DECLARED-OMITTED-BODY" not in reduction.text + approval.line()
+    # The span scanner returns a span only when its value equals the expected one.
+    raw = '{"a": {"resume": {"x": 1, "y": 2}}, "b": {"resume": {"x": 1, "y": 2}}}'
+    assert keyed_value_span(raw, "resume", {"x": 1}, ["a"]) is None
+    assert keyed_value_span(raw, "resume", {"x": 1, "y": 2}, ["a"]) == (raw.index("{", 1) + 11, raw.index("}") + 1)

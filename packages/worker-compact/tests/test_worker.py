@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import assistant, system, tool, user
+from builders import assistant, summary, system, tool, user
 
 from i_compact.worker import worker
 
@@ -174,9 +174,9 @@ def test_earlier_hook_prompt_is_used_when_no_file_is_configured(dirs: dict[str, 
 
 def test_local_mode_returns_a_summary_without_prompt(dirs: dict[str, str]) -> None:
     configure(dirs, mode="local")
-    planned = plan(dirs)["data"]
+    planned = plan(dirs, history(30))["data"]
     cut = planned["cut"]
-    data = call("before_compact", {"messages": history()[1:cut], "cut": cut, "state": planned["state"]}, dirs)["data"]
+    data = call("before_compact", {"messages": history(30)[1:cut], "cut": cut, "state": planned["state"]}, dirs)["data"]
     assert data["summary"].startswith("<continuation_summary>\n") and "run_0000x" in data["summary"]
     assert "prompt" not in data
     assert data["state"]["lastAttempt"]["reason"] == "local_summary"
@@ -224,7 +224,7 @@ def test_after_compact_normalizes_and_records_estimates(dirs: dict[str, str]) ->
 
 def test_empty_summary_fails_and_keeps_the_previous_one_in_the_session(dirs: dict[str, str]) -> None:
     old = "<continuation_summary>\nold facts tx_1a2b\n</continuation_summary>"
-    messages = [system(), user(old), *history()[1:]]
+    messages = [system(), summary(old), *history()[1:]]
     planned = plan(dirs, messages)["data"]
     assert planned["state"]["previous_summary"] == old
     for empty in ("```\n<continuation_summary>\n</continuation_summary>\n```", "  ", None, 3, ["x"]):
@@ -280,9 +280,10 @@ def test_summary_cache_reuses_only_for_the_same_prompt(dirs: dict[str, str]) -> 
     before = {"messages": messages, "cut": 6, "state": {}, "model": "m", "budget": {}}
     first = call("before_compact", before, dirs)["data"]
     assert "prompt" in first
-    call("after_compact", {"summary": "cached facts", "state": first["state"]}, dirs)
+    final = call("after_compact", {"summary": "cached facts", "state": first["state"]}, dirs)["data"]["summary"]
+    assert final.startswith("<continuation_summary>\ncached facts\n") and "<state_record" in final
     again = call("before_compact", before, dirs)["data"]
-    assert again["summary"] == "<continuation_summary>\ncached facts\n</continuation_summary>"
+    assert again["summary"] == final
     assert again["state"]["lastAttempt"]["reason"] == "summary_cache_hit" and "prompt" not in again
     # A different prompt must not reuse the old summary.
     prompt = Path(dirs["config_dir"]) / "p.txt"

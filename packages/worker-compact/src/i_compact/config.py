@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from i_protocol import WorkerError
+from i_protocol.errors import FileDecodeError, FileTooLarge
+from i_protocol.files import read_text
 
 if TYPE_CHECKING:
     from i_protocol import WorkerConfig
@@ -86,16 +88,15 @@ def parse_config(config: WorkerConfig) -> CompactConfig:
 def read_prompt_file(path: str) -> str:
     """The configured prompt text: must exist, be UTF-8, non-empty and ≤32000 characters."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(PROMPT_MAX_CHARS * 4 + 1)
+        text = read_text(path, PROMPT_MAX_CHARS * 4, what="prompt file")  # check_prompt says by how much
     except FileNotFoundError:
         raise WorkerError(f"compact.json: prompt file {path} does not exist") from None
     except OSError as exc:
         raise WorkerError(f"compact.json: cannot read prompt file {path}: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
+    except FileDecodeError:
         raise WorkerError(f"compact.json: prompt file {path} is not valid UTF-8") from None
+    except FileTooLarge:
+        raise WorkerError(f"compact.json: prompt file {path} is over {PROMPT_MAX_CHARS * 4} characters") from None
     return check_prompt(text, f"prompt file {path}")
 
 

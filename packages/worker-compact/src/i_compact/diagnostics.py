@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from i_protocol import ProtocolError, atomic_write_bytes
+from i_protocol.errors import FileError
+from i_protocol.files import acquire_lock, read_json
 
 if TYPE_CHECKING:
     from i_protocol import Request
@@ -113,28 +115,10 @@ def _folder(request: Request) -> Path | None:
         return None
 
 
-class _Locked:
-    """``diagnostics.lock`` of a folder, or nothing when it cannot be taken in time."""
-
-    def __init__(self, folder: Path) -> None:
-        from filelock import FileLock
-
-        folder.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(folder / "diagnostics.lock"), timeout=LOCK_TIMEOUT_S)
-
-    def __enter__(self) -> None:
-        self._lock.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self._lock.release()
-
-
 def _read_records(path: Path) -> list[dict[str, Any]]:
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(READ_LIMIT + 1)
-        data = orjson.loads(raw) if len(raw) <= READ_LIMIT else None
-    except (OSError, orjson.JSONDecodeError):
+        data = read_json(path, READ_LIMIT, what="compaction diagnostics")
+    except (OSError, FileError):
         return []
     records = data.get("records") if isinstance(data, dict) else None
     return [r for r in records if isinstance(r, dict)] if isinstance(records, list) else []
@@ -147,16 +131,19 @@ def _write_records(path: Path, records: list[dict[str, Any]]) -> None:
 
 def _best_effort(request: Request, action: Any) -> Any:
     """Run ``action(folder)`` under the lock; diagnostics never turn into a failure."""
-    from filelock import Timeout
-
     folder = _folder(request)
     if folder is None:
         return None
     try:
-        with _Locked(folder):
-            return action(folder)
-    except (ProtocolError, OSError, TypeError, Timeout, orjson.JSONEncodeError):
+        lock = acquire_lock(folder / "diagnostics", timeout=LOCK_TIMEOUT_S)  # folder/diagnostics.lock
+    except (ProtocolError, OSError):
         return None
+    try:
+        return action(folder)
+    except (ProtocolError, OSError, TypeError, orjson.JSONEncodeError):
+        return None
+    finally:
+        lock.release()
 
 
 def persist_final(request: Request, record: dict[str, Any]) -> None:
@@ -205,4 +192,5 @@ def take_failure(request: Request, attempt_id: str | None, *, anonymous: bool) -
                 return record
         return None
 
-    return _best_effort(request, take)
+    found = _best_effort(request, take)
+    return found if isinstance(found, dict) else None

@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from .history import is_real_user, is_summary_message
+from i_protocol.history import is_summary
+
+from .history import is_real_user
 from .plan import CutChoice
 
 KEEP_RECENT_REDUCED = "keep_recent_reduced"
@@ -136,7 +138,7 @@ def fit_cut(
     latest = min(n - keep_recent, n - 1)
     newest_user = newest_real_user(history)
     upper = max(latest, newest_user if newest_user is not None else -1)
-    first_new = next((k for k in range(1, n) if not is_summary_message(history[k])), n)
+    first_new = next((k for k in range(1, n) if not is_summary(history[k])), n)
 
     def allowed(cut: int) -> bool:
         return 2 <= cut <= upper and cut < n and ok[cut] and cut > first_new

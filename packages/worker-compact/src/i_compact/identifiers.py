@@ -21,9 +21,10 @@ task needs is often further in. The rule (also stated in the README's local-mode
 * **Data.** A token in double quotes in message text (``"id": "3fa8…"``, a pasted JSON record)
   is *data*: it is kept like any other, but when the list is over its bound, data goes first.
   The summary writes it in quotes, so the next generation reads the same tier back.
-* **Never a secret.** Every text that holds a secret's name (``key``, ``token``, ``passw``,
-  ``secret``, ``credential``, ``bearer``, any case) goes through :func:`redact` first (values
-  become ``[REDACTED:kind]``, which is no id); a token that :func:`redact` would change is
+* **Never a secret.** Every text that holds a gate word of the secret table
+  (``i_protocol.secrets.GATE_WORDS``: ``key``, ``token``, ``passw``, ``cookie``, …, any case)
+  goes through :func:`redact` first (values
+  become ``[REDACTED:kind]``, which is no id); a token the table flags is
   dropped (key shapes: ``sk-…``, ``AKIA…``, ``ghp_…``), and so is a token right after a secret
   name (``password hunter2_x1``, ``--token abc_123456``) or right before an ``@`` (the password
   of ``user:pass@host``).
@@ -39,10 +40,11 @@ from itertools import accumulate, repeat
 from operator import add
 from typing import Any
 
+from i_protocol.secrets import GATE_WORDS
+
 from .redact import contains_secret, redact
 from .textsafe import scrub
 
-SECTION = "Identifiers and paths"
 MAX_ID = 128
 MAX_PATH = 400
 ARGUMENT_VALUE_MAX = 512
@@ -54,9 +56,12 @@ _SEG = r"\.?[A-Za-z0-9_+-]++(?:\.++[A-Za-z0-9_+-]++)*+"
 _FILE = r"\.?[A-Za-z0-9_+-]++(?:\.[A-Za-z0-9_+-]++)*?\.[A-Za-z][A-Za-z0-9]{0,9}"  # ends in an extension
 _BODY = (
     r"(?=[A-Za-z_.~+-]*+[0-9/])"  # a digit or a slash in the run: skips plain words at once
-    r"(?=[0-9_.~/+-]*+[A-Za-z])"  # and a letter: skips numbers at once
+    # and a letter (skips numbers at once), or the run is a date
+    r"(?:(?=[0-9]{4}-[0-9]{2}-[0-9]{2}(?![A-Za-z0-9_/\\-]|\.[A-Za-z0-9]))|(?=[0-9_.~/+-]*+[A-Za-z]))"
     r"("
-    r"(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_-]{4,}[A-Za-z0-9]"  # id candidate
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?![A-Za-z0-9_/\\-]|\.[A-Za-z0-9])"  # an ISO date, whole
+    r"|"
+    r"(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_-]{2,}[A-Za-z0-9]"  # id candidate
     rf"|(?:\.\.?|~)(?:/{_SEG})+/?"  # ./x, ../x, ~/x
     rf"|(?:/{_SEG}){{2,}}/?"  # absolute, at least two segments
     rf"|(?:{_SEG}/)+{_FILE}"  # relative, with an extension
@@ -71,18 +76,15 @@ _TOKEN = re.compile(
 )
 _QUOTED = re.compile(r'"' + _BODY + r'(?=")')  # a mention in double quotes: data
 _NUMBER_WORDS = re.compile(r"[0-9][0-9_-]*[A-Za-z][A-Za-z_-]*")  # 40-char, 2-core, 10-20ms, 3-way-merge
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_DATE = re.compile(r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])")
 _HEX = re.compile(r"[0-9A-Fa-f]{7,}")
+_LETTER = re.compile(r"[A-Za-z]")
 # A token right after a secret name, with spaces, ``:``/``=`` or quotes between (a flag value,
 # ``password hunter2_x1``): matched in the lower-cased text at each gate word found there.
 _AFTER_SECRET_NAME = re.compile(
     r"(?:key|token|passw(?:or)?d?|secret|credentials?|bearer)s?[\"']?[\s:=]*[\"']?" + _BODY.replace("A-Za-z", "a-z")
 )
-# The gate words of redact.py's key shapes (sk-, gh*_, AKIA/ASIA, xox*, AIza, *_live_/_test_, a
-# JWT's eyJ, a name of a secret): a token without any of them is never changed by redact().
-_SHAPE_GATE = re.compile(r"(?i)sk-|gh|akia|asia|xox|aiza|_live_|_test_|eyj|key|token|passw|secret|credential|bearer")
 _DATA_URL = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=\s]{16,}")
-_OMITTED = re.compile(r"\[\.\.\. (\d+) older identifiers omitted \.\.\.\]")
 
 _VERDICTS: dict[str, bool] = {}
 _VERDICTS_MAX = 65536
@@ -92,16 +94,6 @@ class Redacted(str):
     """A text :func:`redact` already ran over (the summary's own cleaning): not redacted again."""
 
     __slots__ = ()
-
-
-def omission_marker(count: int) -> str:
-    return f"[... {count} older identifiers omitted ...]"
-
-
-def omitted_count(text: str) -> int:
-    """The count of the omission marker in ``text`` (0 without one)."""
-    match = _OMITTED.search(text)
-    return int(match.group(1)) if match else 0
 
 
 def is_identifier(token: str) -> bool:
@@ -117,30 +109,37 @@ def is_identifier(token: str) -> bool:
 def _decide(token: str) -> bool:
     if "/" in token:
         return len(token) <= MAX_PATH and not contains_secret(token)
-    if len(token) > MAX_ID or _NUMBER_WORDS.fullmatch(token) or _DATE.match(token):
-        return False
-    # Without a separator: a sha, or a long single-case id (a ULID). Mixed case is a random key
-    # or base64 more often than an id, and a version word (sha256) is prose.
+    if _DATE.fullmatch(token):
+        return True  # an ISO date, whole (a timestamp is a longer run: not an id)
+    if token.isdigit() or not _LETTER.search(token):
+        return False  # numbers alone (1_000_000, 2024-13-45)
+    if len(token) > MAX_ID or _DATE.match(token) or (_NUMBER_WORDS.fullmatch(token) and not token.isupper()):
+        return False  # a timestamp; a number followed by words (40-char), unless a code in capitals (4XGCCM)
+    # Without a separator: a code in capitals (HAT136, EQ1G6C), a sha, or a long single-case id
+    # (a ULID). Mixed case is a random key or base64 more often than an id, and a lower-case
+    # version word (sha256, python3) is prose.
     if (
         "-" not in token
         and "_" not in token
-        and not (_HEX.fullmatch(token) or (len(token) >= 10 and (token.isupper() or token.islower())))
+        and not (token.isupper() or _HEX.fullmatch(token) or (len(token) >= 10 and token.islower()))
     ):
         return False
-    return not (_SHAPE_GATE.search(token) and contains_secret(token))
+    return not contains_secret(token)  # verdicts are cached per token (_VERDICTS)
 
 
-# Words without which no secret can reach a token of a text: each name :func:`redact` treats as
-# a secret (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*API_KEY*``, ``*CREDENTIAL*``, ``Bearer``,
-# ``PRIVATE KEY`` blocks) holds one. Key shapes (``sk-…``, ``AKIA…``, ``ghp_…``) are checked on
-# each token (:func:`is_identifier`), a JWT has dots (never one token), and a URL password is
-# followed by ``@``. A piece holding none of these words is not redacted.
-_NAME_GATES = ("key", "token", "passw", "secret", "credential", "bearer")
+# Words without which no secret can reach a token of a text (the secret table's own gate words):
+# a piece holding none of them is not redacted.
+_NAME_GATES = GATE_WORDS
 
 
 def find(text: str) -> list[tuple[str, bool]]:
     """``(token, is_data)`` for each distinct id and path of ``text``, in first-seen order."""
     return _tiers(*_scan([text]))
+
+
+def scan(pieces: Iterable[str]) -> list[tuple[str, bool]]:
+    """``(token, is_data)`` for each distinct id and path of ``pieces``, in first-seen order."""
+    return _tiers(*_scan(list(pieces)))
 
 
 def collect(pieces: Iterable[str]) -> list[str]:
@@ -242,36 +241,3 @@ def argument_text(parsed: Any) -> str:
             values.append(value)
         budget -= 1
     return " ".join(values)
-
-
-def bound(items: list[str], limit: int) -> list[str]:
-    """``items`` whose rendered section (``## SECTION`` + ``- item`` lines) fits ``limit``.
-
-    When they do not all fit, data (quoted items) goes first, then the rest, oldest first. The
-    result starts with a marker counting every identifier dropped so far (``items`` may start
-    with one carried from an earlier generation), so nothing goes silently.
-    """
-    prior = 0
-    if items and items[0].startswith("[... ") and _OMITTED.fullmatch(items[0]):
-        prior = omitted_count(items[0])
-        items = items[1:]
-    heading = len(SECTION) + 6  # "\n\n## " + name + "\n"
-    total = sum(map(len, items)) + 3 * len(items)
-    if total + heading + (len(omission_marker(prior)) + 3 if prior else 0) <= limit:
-        return [omission_marker(prior), *items] if prior else list(items)
-    room = limit - heading - len(omission_marker(prior + len(items))) - 3
-    if '\n"' not in "\n" + "\n".join(items):  # no data: keep the newest that fit (all in C)
-        sizes = list(accumulate(map(add, map(len, reversed(items)), repeat(3))))
-        kept = items[len(items) - bisect_right(sizes, room) :]
-        return [omission_marker(prior + len(items) - len(kept)), *kept]
-    lengths = [len(item) + 3 for item in items]
-    keep = [True] * len(items)
-    for data_pass in (True, False):
-        for index, item in enumerate(items):
-            if total <= room:
-                break
-            if keep[index] and (item.startswith('"') or not data_pass):
-                keep[index] = False
-                total -= lengths[index]
-    kept = [item for item, flag in zip(items, keep, strict=True) if flag]
-    return [omission_marker(prior + len(items) - len(kept)), *kept]

@@ -28,11 +28,12 @@ def value_span(text: str, path: list[str | int]) -> tuple[int, int] | None:
 
 
 def keyed_value_span(text: str, key: str, expected: object, path: list[str | int]) -> tuple[int, int] | None:
-    """Span of the value of ``key`` equal to ``expected``; falls back to :func:`value_span`.
+    """Span of the value of ``key`` equal to ``expected``, or None when no such span exists.
 
     The fast path finds ``"key"`` with ``str.find`` (escaped quotes inside strings can never
     match) and accepts the one occurrence whose value parses equal to ``expected``; anything
-    ambiguous takes the full walk along ``path``.
+    ambiguous takes the full walk along ``path``, whose value must parse equal too: a raw span
+    that differs from ``expected`` (a producer-declared omission inside it) is never returned.
     """
     import orjson
 
@@ -52,7 +53,13 @@ def keyed_value_span(text: str, key: str, expected: object, path: list[str | int
         index = text.find(needle, index + 1)
     if len(found) == 1:
         return found[0]
-    return value_span(text, [*path, key])
+    span = value_span(text, [*path, key])
+    if span is None:
+        return None
+    try:  # the walk finds the value at ``path``; it is this value only if it parses equal
+        return span if orjson.loads(text[span[0] : span[1]]) == expected else None
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _find(text: str, pos: int, path: list[str | int]) -> tuple[int, int] | None:

@@ -10,7 +10,7 @@ from .textsafe import scrub
 
 _OPEN = re.compile(r"<\s*continuation_summary\b[^<>\n]*>", re.I)
 _CLOSE = re.compile(r"<\s*/\s*continuation_summary\s*>", re.I)
-_BLOCK = re.compile(r"<\s*continuation_summary\b[^<>\n]*>(.*?)<\s*/\s*continuation_summary\s*>", re.I | re.S)
+_TAG = re.compile(r"<\s*(/\s*)?continuation_summary\b[^<>\n]*>", re.I)
 # Tag fragments a model sometimes emits: "<continuation_summary", "continuation_summary>", "</continuation_summary".
 _FRAGMENT = re.compile(r"<\s*/?\s*continuation_summary\b[^<>\n]*>?|(?<![\w<])/?continuation_summary\s*>", re.I)
 _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*$", re.M)
@@ -35,10 +35,13 @@ class Normalized:
 def normalize_summary(text: str) -> Normalized:
     """One canonical block from plain text, a wrapped block, several blocks or malformed tags."""
     text = scrub(text).replace("\r\n", "\n").strip()
-    blocks = [m.group(1) for m in _BLOCK.finditer(text)]
+    spans = _outer_blocks(text)
+    blocks = [text[start:end] for start, end, _ in spans]
     if blocks:
-        outside = _BLOCK.sub("", text)
-        outside = _FENCE_LINE.sub("", outside).strip()
+        ends = [0, *(span[2] for span in spans)]
+        starts = [*(span[0] for span in spans), len(text)]
+        outside = "".join(text[a:b] for a, b in zip(ends, starts, strict=True))
+        outside = _FENCE_LINE.sub("", _OPEN.sub("", outside)).strip()
         kind = WRAPPED_BLOCK if len(blocks) == 1 and not outside else EXTRACTED_BLOCK
         bodies = [_clean_body(b) for b in blocks]
         body = "\n\n".join(b for b in bodies if b)
@@ -57,6 +60,29 @@ def normalize_summary(text: str) -> Normalized:
     if not body:
         return Normalized(summary="", body="", kind=kind, blocks=len(blocks))
     return Normalized(summary=canonical(body), body=body, kind=kind, blocks=len(blocks))
+
+
+def _outer_blocks(text: str) -> list[tuple[int, int, int]]:
+    """``(body start, body end, block end)`` of each outermost block, nested ones inside it.
+
+    A block nested in another (a model quoting the previous summary) is part of the outer
+    one's body, so the text after it is kept. A last block left open runs to the end of the
+    text once a complete block was found (otherwise the tags are repaired as fragments).
+    """
+    spans: list[tuple[int, int, int]] = []
+    depth, start = 0, 0
+    for tag in _TAG.finditer(text):
+        if tag.group(1) is None:  # an open tag
+            if depth == 0:
+                start = tag.end()
+            depth += 1
+        elif depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, tag.start(), tag.end()))
+    if depth > 0 and spans:
+        spans.append((start, len(text), len(text)))
+    return spans
 
 
 def canonical(body: str) -> str:

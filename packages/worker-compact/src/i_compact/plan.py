@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .history import approx_size, boundaries, is_real_user, is_summary_message
+from i_protocol.history import is_summary
+
+from .history import approx_size, boundaries, is_real_user
 
 USER_ALIGNMENT_SHARE = 0.5
 """A user-aligned cut is preferred while it still compacts at least this share of what the
@@ -57,14 +59,14 @@ def choose_cut(
         # cut look worthwhile when it would compact almost nothing new.
         if sizes is None:
             sizes = [approx_size(m) for m in history]
-        user_size = sum(sizes[k] for k in range(1, best_user) if not is_summary_message(history[k]))
+        user_size = sum(sizes[k] for k in range(1, best_user) if not is_summary(history[k]))
         any_size = user_size + sum(sizes[best_user:best_any])
         if user_size >= USER_ALIGNMENT_SHARE * any_size:
             candidates.insert(0, (best_user, "user"))
     elif best_user == best_any:
         candidates = [(best_any, "user")]
     for cut, alignment in candidates:
-        if not all(is_summary_message(m) for m in history[1:cut]):
+        if not all(is_summary(m) for m in history[1:cut]):
             return CutChoice(cut, "", alignment)
     return CutChoice(None, "nothing_to_compact")
 

@@ -28,8 +28,10 @@ has nothing to say):
 8. Blockers: what stops progress and what would unblock it.
 9. Checks not run: tests, builds or verifications that were skipped or still pending.
 
-Never copy secret values (API keys, tokens, passwords, private keys): name the secret and where
-it lives instead. Do not invent facts. Be concise; prefer exact identifiers over prose.
+Quote the user's constraints verbatim and copy every id and path exactly: the summary is checked
+against a fact ledger of the transcript, and what it leaves out is asked for again. Never copy
+secret values (API keys, tokens, passwords, private keys): name the secret and where it lives
+instead. Do not invent facts. Be concise; prefer exact identifiers over prose.
 
 Answer with the summary body only, inside exactly one block:
 <continuation_summary>

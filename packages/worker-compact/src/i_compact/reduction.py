@@ -39,6 +39,9 @@ ARRAY_CAP = 20
 STRING_CAP = 400
 """Unprotected strings longer than this are replaced by a short preview and a counter."""
 MAX_DEPTH = 10
+FIELD_ID_MAX = 128
+"""Values of ``id`` / ``*_id`` / ``*Id`` fields kept as ids: one token of at most this many characters."""
+_SPACE = re.compile(r"\s")
 
 ID_PATTERN = re.compile(
     r"\b(?:approval|plan|tx|job|run|todo|research|source)_(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9][A-Za-z0-9_-]{2,}"
@@ -197,7 +200,7 @@ def _raw_base64(match: re.Match[str]) -> str:
 _ID_KEYS: dict[str, bool] = {}
 
 
-def _is_id_key(key: str) -> bool:
+def is_id_key(key: str) -> bool:
     # A plain dict in front of the regex (keys repeat across thousands of results); cleared
     # when full so that odd producers cannot grow it without bound.
     known = _ID_KEYS.get(key)
@@ -258,6 +261,7 @@ class Reduction:
         "approvals",
         "errors",
         "facts",
+        "field_ids",
         "ids",
         "omitted_by_producer",
         "original_chars",
@@ -282,6 +286,7 @@ class Reduction:
         self.omitted_by_producer: list[str] = []
         self.errors: list[str] = []
         self.facts: list[str] = []
+        self.field_ids: list[str] = []  # values of id fields that are not protocol ids (ledger ids)
 
 
 def reduce_tool_result(content: str, *, cap: int = TOOL_RESULT_CAP, facts_only: bool = False) -> Reduction:
@@ -414,10 +419,12 @@ def _collect_facts(value: Any, path: list[str | int], result: Reduction, parent:
         if kind is str:
             is_id = id_keys.get(key)
             if is_id is None:
-                is_id = _is_id_key(key)
+                is_id = is_id_key(key)
             if is_id:
                 if ID_PATTERN.fullmatch(item):
                     _add_id(result, item, status if key == "id" else "")
+                elif 0 < len(item) <= FIELD_ID_MAX and not _SPACE.search(item):
+                    result.field_ids.append(item)
             elif key in _PATH_FACT_KEYS and item not in result.paths:
                 result.paths.append(item)
             continue
@@ -425,11 +432,16 @@ def _collect_facts(value: Any, path: list[str | int], result: Reduction, parent:
             children.append((key, item))
             continue
         if kind is list:
-            if _is_id_key(key):
+            if is_id_key(key):
                 for entry in item:
                     if isinstance(entry, str) and ID_PATTERN.fullmatch(entry):
                         _add_id(result, entry, "")
+                    elif isinstance(entry, str) and 0 < len(entry) <= FIELD_ID_MAX and not _SPACE.search(entry):
+                        result.field_ids.append(entry)
             children.append((key, item))
+            continue
+        if kind is int and is_id_key(key):
+            result.field_ids.append(str(item))
             continue
         if item is True and (key == "truncated" or key == "partial"):
             result.truncation.append(_dotted([*path, key]) + "=true")
@@ -448,15 +460,6 @@ def _collect_facts(value: Any, path: list[str | int], result: Reduction, parent:
             result.facts.extend(str(f) if not isinstance(f, str) else f for f in facts[:ARRAY_CAP])
     for key, item in children:
         _collect_facts(item, [*path, key], result, value)
-
-
-def key_is_approval(value: dict[str, Any]) -> bool:
-    """Whether a dict is an approval record (an approval id or a resume call)."""
-    ident = value.get("id")
-    resume = value.get("resume")
-    return (isinstance(ident, str) and ident.startswith("approval_")) or (
-        isinstance(resume, dict) and isinstance(resume.get("tool"), str)
-    )
 
 
 def _approval_from(value: dict[str, Any], path: list[str | int], parent: dict[str, Any] | None) -> Approval:
@@ -487,6 +490,14 @@ def _attach_resumes(raw: str, result: Reduction) -> dict[tuple[str | int, ...], 
             continue
         span = keyed_value_span(raw, "resume", approval._resume, path)  # type: ignore[attr-defined]
         if span is None:
+            if result.omitted_by_producer:
+                # The raw call differs from the stripped one: the producer declared part of it
+                # omitted. A call missing an argument is not a call, and the omission wins.
+                approval.resume_dropped = (
+                    "resume call dropped: the producer declared part of it omitted when summarizing; "
+                    f'recover it with workspace_inspect {{"action":"changes"}} and approval id {approval.id}'
+                )
+                raw_by_path[tuple(path)] = orjson.dumps({"dropped": approval.resume_dropped}).decode()
             continue
         resume_text = raw[span[0] : span[1]]
         args_chars = 0
@@ -543,7 +554,7 @@ def _prune(
             sentinels[token] = raw_resumes[tuple(path)]
             out[key] = token
             continue
-        keep = protected or key in _PROTECTED_KEYS or _is_id_key(key) or _is_counter_key(key)
+        keep = protected or key in _PROTECTED_KEYS or is_id_key(key) or _is_counter_key(key)
         out[key] = _prune(
             item, child_path, raw_resumes, sentinels, depth + 1, keep and not isinstance(item, (dict, list)), preview
         )
@@ -583,7 +594,7 @@ def _field_rank(dotted: str) -> int:
     key = dotted.rsplit(".", 1)[-1].split("[", 1)[0]
     if key in ("truncated", "partial", "exit_code", "exitCode", "status", "permissionMode") or _is_counter_key(key):
         return 0
-    if _is_id_key(key):
+    if is_id_key(key):
         return 1
     return 2
 
@@ -603,7 +614,7 @@ def _recovery_fields(value: Any, path: list[str | int]) -> Any:
                 yield _dotted([*path, key]), item[:ARRAY_CAP]
                 continue
             yield from _recovery_fields(item, [*path, key])
-        elif key in _PROTECTED_KEYS or _is_id_key(key) or _is_counter_key(key):
+        elif key in _PROTECTED_KEYS or is_id_key(key) or _is_counter_key(key):
             if isinstance(item, str) and len(item) > STRING_CAP:
                 item = f"{item[:120]}…[{len(item) - 120} more chars omitted]"
             yield _dotted([*path, key]), item

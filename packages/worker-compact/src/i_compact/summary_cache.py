@@ -14,10 +14,14 @@ from typing import Any
 import orjson
 
 from i_protocol import atomic_write_bytes
+from i_protocol.errors import FileError
+from i_protocol.files import read_json
 
 RENDER_SCHEMA = 1
 """Bump whenever the transcript rendering or reduction changes what the model would see."""
 MAX_ENTRIES = 64
+MAX_ENTRY_BYTES = 4 << 20
+"""A cached entry larger than this is damaged (a summary is far smaller): read as a miss."""
 
 
 def cache_key(prompt: str, messages: list[dict[str, Any]], images: list[dict[str, Any]], model: Any) -> str:
@@ -35,9 +39,8 @@ def _folder(cache_dir: str) -> Path:
 def lookup(cache_dir: str, key: str) -> str | None:
     """The cached canonical summary for ``key``, or None (a damaged entry counts as a miss)."""
     try:
-        raw = (_folder(cache_dir) / f"{key}.json").read_bytes()
-        entry = orjson.loads(raw)
-    except (OSError, orjson.JSONDecodeError):
+        entry = read_json(_folder(cache_dir) / f"{key}.json", MAX_ENTRY_BYTES, what="cached summary")
+    except (OSError, FileError):
         return None
     if not isinstance(entry, dict) or entry.get("schema") != RENDER_SCHEMA or entry.get("key") != key:
         return None

@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from .history import content_text, is_summary_message
+from i_protocol.history import is_summary, text_of
+
 from .redact import redact
 from .reduction import STRING_CAP, Reduction, reduce_tool_result, strip_payloads
 from .textsafe import scrub
@@ -43,7 +44,8 @@ def analyse(messages: list[dict[str, Any]], *, facts_only: bool = False) -> Anal
             for call in message.get("tool_calls") or []:
                 if not isinstance(call, dict):
                     continue
-                function = call.get("function") if isinstance(call.get("function"), dict) else {}
+                raw = call.get("function")
+                function: dict[str, Any] = raw if isinstance(raw, dict) else {}
                 name = function.get("name")
                 arguments = function.get("arguments")
                 analysis.calls[str(call.get("id"))] = (
@@ -51,7 +53,7 @@ def analyse(messages: list[dict[str, Any]], *, facts_only: bool = False) -> Anal
                     arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode(),
                 )
         elif role == "tool":
-            analysis.reductions[index] = reduce_tool_result(scrub(content_text(message)), facts_only=facts_only)
+            analysis.reductions[index] = reduce_tool_result(scrub(text_of(message)), facts_only=facts_only)
     return analysis
 
 
@@ -87,7 +89,7 @@ def prepare(messages: list[dict[str, Any]], analysis: Analysis, images: str) -> 
             continue
         text = _render_content(message.get("content"), image_parts, images)
         rendered: dict[str, Any] = {"role": role if role in ("user", "assistant", "system") else "user"}
-        if is_summary_message(message):
+        if is_summary(message):
             text = "(previous continuation summary — carry its facts forward)\n" + text
         rendered["content"] = redact(text)
         calls = message.get("tool_calls")
@@ -130,7 +132,8 @@ def _render_tool(
 
 
 def _render_call(call: dict[str, Any]) -> dict[str, Any]:
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    raw = call.get("function")
+    function: dict[str, Any] = raw if isinstance(raw, dict) else {}
     arguments = function.get("arguments")
     arguments = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
     return {

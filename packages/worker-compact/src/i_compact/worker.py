@@ -9,13 +9,16 @@ from collections.abc import Callable
 from typing import Any, TypeGuard
 
 from i_protocol import Request, Worker, WorkerError
+from i_protocol.history import is_summary, text_of
 
 from . import diagnostics as diag
 from .__about__ import __version__
 from .config import CompactConfig, check_prompt, image_mode, parse_config
+from .errors import CompactError
 from .history import approx_size, latest_summary
 from .normalize import canonical, normalize_summary
 from .redact import redact
+from .state_record import record_text, strip_records
 from .textsafe import scrub, scrub_value
 
 worker = Worker("compact", __version__, dist_name="i-worker-compact")
@@ -73,7 +76,7 @@ def _config(request: Request, state: dict[str, Any] | None = None) -> CompactCon
         raise
     except Exception as exc:  # ConfigError from i_protocol (unreadable / invalid JSON)
         _fail(request, state, "invalid_config", str(exc))
-        raise WorkerError(str(exc)) from None
+        raise CompactError(str(exc)) from None
 
 
 def _fail(request: Request, state: dict[str, Any] | None, reason: str, message: str) -> None:
@@ -107,7 +110,7 @@ def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
     history = data.get("history")
     if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
         _fail(request, None, "invalid_request", "history is not a list of messages")
-        raise WorkerError("compact_plan: data.history must be a list of message objects")
+        raise CompactError("compact_plan: data.history must be a list of message objects")
     previous_attempt = _previous_attempt(data.get("previous_attempt"), request)
     config = _config(request)
     budget_result = data.get("budget_result")
@@ -152,7 +155,7 @@ def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
     if reason is None:
         ok = boundaries(history)
         base = choose_cut(history, config.keep_recent, sizes, ok)
-        fit_budget = _fit_budget(config, budget_result, estimates, sizes)
+        fit_budget = _fit_budget(config, budget_result, estimates, sizes, history)
         if estimates is not None and fit_budget is None:
             common["cutEstimates"] = "unusable: budget_result has no capacity/output_reserve"
         choice = fit_cut(
@@ -260,11 +263,17 @@ def _previous_attempt(value: Any, request: Request) -> dict[str, Any] | None:
     if not isinstance(value, dict) or not _count(value.get("cut")) or not isinstance(value.get("reason"), str):
         message = 'compact_plan: data.previous_attempt must be {"cut": <index>, "reason": <string>}'
         _fail(request, None, "invalid_request", message)
-        raise WorkerError(message)
+        raise CompactError(message)
     return {"cut": value["cut"], "reason": scrub(value["reason"])[:200]}
 
 
-def _fit_budget(config: CompactConfig, budget_result: dict[str, Any] | None, estimates: Any, sizes: list[int]) -> Any:
+def _fit_budget(
+    config: CompactConfig,
+    budget_result: dict[str, Any] | None,
+    estimates: Any,
+    sizes: list[int],
+    history: list[dict[str, Any]],
+) -> Any:
     """The fit check's budget, or None when the budget result cannot support one (as today)."""
     from .fit import FitBudget, summary_tokens
 
@@ -287,16 +296,18 @@ def _fit_budget(config: CompactConfig, budget_result: dict[str, Any] | None, est
             # (never below the floor), and before_compact caps the summary reply at it.
             suffix = estimates.suffix.get(cut)
             room = capacity - estimates.fixed_tokens - tags - (suffix if suffix is not None else capacity)
-            return tags + max(floor, min(reserve, room))
+            return int(tags + max(floor, min(reserve, room)))
 
         return FitBudget(capacity, estimates, model_allowance)
     prefix = [0] * (len(sizes) + 1)
     for index in range(1, len(sizes)):
         prefix[index + 1] = prefix[index] + sizes[index]
 
+    carried = carried_record(history[1:2])
+
     def local_allowance(cut: int) -> int:
         # The local route caps its body at critical_chars UTF-8 bytes (see local_bounds).
-        _, critical = bounds_for_prefix(prefix[min(cut, len(sizes))], config.local_max_chars)
+        _, critical = bounds_for_prefix(prefix[min(cut, len(sizes))], config.local_max_chars, carried)
         return summary_tokens(critical + CANONICAL_BYTES, rate)
 
     return FitBudget(capacity, estimates, local_allowance)
@@ -332,7 +343,7 @@ def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
     messages = data.get("messages")
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages) or not messages:
         _fail(request, state, "invalid_request", "messages is not a non-empty list of messages")
-        raise WorkerError("before_compact: data.messages must be a non-empty list of message objects (history[1:cut])")
+        raise CompactError("before_compact: data.messages must be a non-empty list of message objects (history[1:cut])")
     config = _config(request, state)
     images = image_mode(config, data.get("budget"), data.get("model"))
     out = dict(data)
@@ -355,6 +366,7 @@ def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
             max_bytes=critical_chars,
             images=images,
         )
+        state["ledger"] = record_text(body)
         out["summary"] = canonical(body)
         kept = collect_images(messages) if images == "keep" else []
         if kept:
@@ -370,6 +382,8 @@ def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
 LOCAL_MIN_CHARS = 1000
 LOCAL_REDUCTION = 5  # the local summary aims at no more than a fifth of what it replaces
 LOCAL_CRITICAL_MAX = PREVIOUS_SUMMARY_MAX
+LOCAL_FLOOR = 200
+"""The smallest local bound (bytes): room for a state record with a short request and counts."""
 
 
 def _planned_prefix(state: dict[str, Any], data: dict[str, Any]) -> int | None:
@@ -397,13 +411,30 @@ def local_bounds(messages: list[dict[str, Any]], configured: int, prefix: int | 
     """
     if prefix is None:
         prefix = sum(approx_size(m) for m in messages)
-    return bounds_for_prefix(prefix, configured)
+    return bounds_for_prefix(prefix, configured, carried_record(messages[:1]))
 
 
-def bounds_for_prefix(prefix: int, configured: int) -> tuple[int, int]:
-    """:func:`local_bounds` of a prefix of ``prefix`` characters (``approx_size``)."""
-    fifth = prefix // LOCAL_REDUCTION
-    max_chars = max(LOCAL_MIN_CHARS, min(configured, fifth))
+def carried_record(head: list[dict[str, Any]]) -> int:
+    """UTF-8 bytes of the state record of the summary at the head of a prefix (0 without one)."""
+    if not head or not is_summary(head[0]):
+        return 0
+    record = record_text(text_of(head[0]))
+    return len(record.encode("utf-8", "surrogatepass")) if record is not None else 0
+
+
+def bounds_for_prefix(prefix: int, configured: int, carried: int = 0) -> tuple[int, int]:
+    """:func:`local_bounds` of a prefix of ``prefix`` characters (``approx_size``).
+
+    ``carried``: the bytes of the state record the prefix starts with. It is already as small as
+    it gets, so it is carried on top and only the rest of the prefix is held to a fifth: else a
+    record growing over generations would be trimmed, a little more each time.
+    """
+    carried = min(carried, prefix)
+    fifth = (prefix - carried) // LOCAL_REDUCTION + carried
+    # A prefix under 5,000 characters may take up to half of itself (at most 1,000, at least the
+    # floor): a bound larger than the prefix could never reduce it, and the core would refuse.
+    small = max(LOCAL_FLOOR, min(LOCAL_MIN_CHARS, prefix // 2))
+    max_chars = max(small, min(configured, fifth))
     return max_chars, max(max_chars, min(fifth, LOCAL_CRITICAL_MAX))
 
 
@@ -426,7 +457,9 @@ def _model_route(
         _fail(request, state, "invalid_config", str(exc))
         raise
     messages = out["messages"]
-    prepared = prepare(messages, analyse(messages), images)
+    analysis = analyse(messages)
+    prepared = prepare(messages, analysis, images)
+    state["ledger"] = _model_record(messages, analysis, config)
     prepared_messages = prepared.messages  # built from scrubbed strings only
     summary_images = scrub_value(prepared.summary_images)
     prompt = base_prompt
@@ -475,6 +508,35 @@ def _model_route(
     return out
 
 
+MODEL_RECORD_MAX = 16000
+"""UTF-8 bytes of the state record on top of a model summary: at most the local bound (at least
+1,000) and this; :func:`record_room` fits it to what the summary reply leaves."""
+RECORD_SHARE_OF_REPLY = 3
+"""The record may always take a third of the summary reply's allowance on top of it."""
+
+
+def _model_record(messages: list[dict[str, Any]], analysis: Any, config: CompactConfig) -> str:
+    """The prefix's ledger as a record, at its largest; ``after_compact`` fits it to the reply."""
+    from .ledger import build
+    from .state_record import render
+
+    _, critical = local_bounds(messages, config.local_max_chars, None)
+    return render(build(messages, analysis), min(MODEL_RECORD_MAX, max(critical, LOCAL_MIN_CHARS)))
+
+
+def record_room(state: dict[str, Any], body: str) -> int:
+    """Bytes the record may take beside a model summary ``body``: what the plan allowed the
+    summary reply and the reply left unused, and never less than a third of that allowance."""
+    request = _dict(state.get("request"))
+    cap = state.get("summary_max_tokens") if _count(state.get("summary_max_tokens")) else request.get("output_reserve")
+    rate = request.get("tokens_per_byte")
+    if not _count(cap) or not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0:
+        return MODEL_RECORD_MAX  # nothing known of the window: the record as before_compact made it
+    allowed = int(cap / rate)
+    left = allowed - len(body.encode("utf-8", "surrogatepass")) - CANONICAL_BYTES
+    return min(MODEL_RECORD_MAX, max(LOCAL_FLOOR, allowed // RECORD_SHARE_OF_REPLY, left))
+
+
 SUMMARY_CAP_NOTE = (
     "\n\nThe context window is small: keep the whole summary under {words} words (it is cut off at "
     "{tokens} tokens, and a cut-off summary is discarded)."
@@ -518,7 +580,7 @@ def _chunked(
             "prompt, or use mode local (summary_request_too_small)"
         )
         _fail(request, state, "summary_request_too_small", message)
-        raise WorkerError(message)
+        raise CompactError(message)
     if later > first:
         tokens, later = first_tokens, first
     result = chunks.split(messages, first, later)
@@ -589,39 +651,41 @@ def _str(value: Any) -> str | None:
 
 @worker.hook("after_compact")
 def after_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
-    """Normalize ``summary`` to one canonical block; an empty or non-string one fails.
+    """Normalize ``summary`` to one canonical block, checked against the ledger; an empty or
+    non-string one fails.
 
-    Nothing is committed by this step: the core decides and reports it in
-    ``after_compact_commit``. A ``round`` field (the core's count of extra requests) is kept.
+    With a ledger in ``state`` (this worker's ``before_compact``), a model summary that leaves
+    out a ledger fact gets one further request naming what is missing (``request``); what is
+    still missing is carried forward, and the state record is appended verbatim. Nothing is
+    committed by this step: the core decides and reports it in ``after_compact_commit``.
     """
     state = data.get("state")
     state = dict(state) if isinstance(state, dict) else {"schema": STATE_SCHEMA, "worker": worker.version_line()}
     summary = data.get("summary")
-    normalized = normalize_summary(redact(scrub(summary))) if isinstance(summary, str) else None
+    ledger_text = state.get("ledger") if isinstance(state.get("ledger"), str) else None
+    text = scrub(summary) if isinstance(summary, str) else None
+    own = text is not None and ledger_text is not None and record_text(text) == ledger_text
+    if text is not None and ledger_text is not None:
+        # The record is the worker's own: a model may not write one. This worker's own record
+        # (the local route) keeps its place, untouched by redaction and normalization.
+        text = strip_records(text.replace(ledger_text, _RECORD_SLOT, 1) if own else text)
+    normalized = normalize_summary(redact(text)) if text is not None else None
     final = normalized.summary if normalized is not None else ""
     if not final:
-        previous = state.get("previous_summary")
-        has_previous = isinstance(previous, str) and bool(normalize_summary(previous).summary)
-        what = (
-            "is empty after normalization"
-            if isinstance(summary, str)
-            else f"must be a non-empty string, got {type(summary).__name__}"
-        )
-        if has_previous:
-            code = "empty_summary_preserved_previous"
-            message = (
-                f"after_compact: the summary {what}; nothing is committed and the previous summary stays "
-                f"in the session ({code})"
-            )
-        else:
-            code = "invalid_summary_contract"
-            message = f"after_compact: the summary {what} and there is no previous summary ({code})"
-        _fail(request, state, code, message)
-        raise WorkerError(message)
+        _empty_summary(request, state, summary)
     assert normalized is not None
+    round_number = data.get("round")
+    check: dict[str, Any] | None = None
+    if ledger_text is not None:
+        outcome = _checked(normalized.body, ledger_text, own, state, round_number)
+        if isinstance(outcome, dict):  # one more request, naming what is missing
+            out = {k: v for k, v in data.items() if k != "summary"}
+            out["request"] = outcome
+            out["state"] = state
+            return out
+        final, check = outcome
     if state.get("cache_key") and not state.get("cache_hit"):
         _store_cached(request, str(state["cache_key"]), final)
-    round_number = data.get("round")
     record = diag.attempt(
         diag.PREPARED,
         "summary_normalized",
@@ -629,14 +693,89 @@ def after_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
         summaryNormalization=normalized.kind,
         summaryChars=len(final),
         round=round_number if _count(round_number) else None,
+        ledgerCheck=check,
         **_estimates_after(state, len(final)),
     )
     state["lastAttempt"] = record
     state["previous_summary"] = final[:PREVIOUS_SUMMARY_MAX]
     out = dict(data)
+    out.pop("request", None)
     out["summary"] = final
     out["state"] = state
     return out
+
+
+_RECORD_SLOT = "\x00i-compact-state-record\x00"
+
+
+def _empty_summary(request: Request, state: dict[str, Any], summary: Any) -> None:
+    """Fail: the summary is empty or not a string (the previous summary is never substituted)."""
+    previous = state.get("previous_summary")
+    has_previous = isinstance(previous, str) and bool(normalize_summary(previous).summary)
+    what = (
+        "is empty after normalization"
+        if isinstance(summary, str)
+        else f"must be a non-empty string, got {type(summary).__name__}"
+    )
+    if has_previous:
+        code = "empty_summary_preserved_previous"
+        message = (
+            f"after_compact: the summary {what}; nothing is committed and the previous summary stays "
+            f"in the session ({code})"
+        )
+    else:
+        code = "invalid_summary_contract"
+        message = f"after_compact: the summary {what} and there is no previous summary ({code})"
+    _fail(request, state, code, message)
+    raise WorkerError(message)
+
+
+def _checked(
+    body: str, ledger_text: str, own: bool, state: dict[str, Any], round_number: Any
+) -> dict[str, Any] | tuple[str, dict[str, Any]]:
+    """A repair ``request``, or the final summary (carried-forward facts, the record) and the
+    check's diagnostics. ``own``: the summary already carries this very record (local route)."""
+    from . import summary_check
+    from .state_record import parse_record, render
+
+    body = body.replace(_RECORD_SLOT, ledger_text, 1) if own else body
+    ledger = parse_record(ledger_text)
+    if ledger is None:  # a state that is not ours: commit the summary as it is, unchecked
+        return canonical(body), {"status": "unchecked", "reason": "state.ledger is not a valid state record"}
+    if own:
+        facts = len(summary_check.checked_facts(ledger))
+        return canonical(body), {"status": "carried", "facts": facts}
+    # The record is fitted to the room the reply leaves; the summary is checked for what it keeps.
+    room = record_room(state, body)
+    record_block = render(ledger, room)
+    ledger = parse_record(record_block) or ledger
+    missing = summary_check.missing(body, ledger)
+    progress = _dict(state.get("check"))
+    first = progress.get("missing") if isinstance(progress.get("missing"), list) else None
+    if missing and _count(round_number) and round_number <= summary_check.REPAIR_ROUNDS and first is None:
+        repair = summary_check.repair_request(missing)
+        if summary_check.fits(repair, body, state.get("request")):
+            state["check"] = {"missing": [f"{label}: {text}"[:300] for label, text in missing][:200]}
+            state["check"]["missingCount"] = len(missing)
+            return repair
+    if missing:
+        section = summary_check.carried_forward(missing)
+        body = f"{body}\n\n{section}"
+        # What the section now says need not be said twice within the room: the record gives way.
+        record_block = render(ledger, max(LOCAL_FLOOR, room - len(section.encode("utf-8", "surrogatepass")) - 2))
+    counted = progress.get("missingCount")
+    first_count = counted if first is not None and _count(counted) else len(missing)
+    record = {
+        "status": "checked",
+        "facts": len(summary_check.checked_facts(ledger)),
+        "missing": first_count,
+        "missingFacts": first[:20] if first is not None else [f"{k}: {v}"[:300] for k, v in missing][:20],
+        "repairRequested": first is not None,
+        "repairedByModel": (first_count - len(missing)) if first is not None else 0,
+        "carriedForward": len(missing),
+    }
+    record["recordBytes"] = len(record_block.encode("utf-8", "surrogatepass"))
+    return canonical(f"{body}\n\n{record_block}"), record
 
 
 @worker.hook("after_compact_commit")
@@ -668,7 +807,7 @@ def final_attempt(data: dict[str, Any], request: Request) -> dict[str, Any]:
     if data.get("committed") is True:
         summary_fields = {
             key: last.get(key)
-            for key in ("summaryNormalization", "summaryChars", "estimatedInputTokensAfter", "round")
+            for key in ("summaryNormalization", "summaryChars", "estimatedInputTokensAfter", "round", "ledgerCheck")
             if last.get("reason") == "summary_normalized"
         }
         return diag.final_record(

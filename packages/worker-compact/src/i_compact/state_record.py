@@ -1,0 +1,326 @@
+"""The state record: a ledger written verbatim into a summary and read back strictly (issue 17).
+
+Version 1, inside the summary block (the README's "State record" section is the reference)::
+
+    <state_record version="1" digest="<16 hex digits>">
+    request: <the latest user request, verbatim>
+    constraint: <a sentence the user wrote>
+    approval: <approval id (attributes): resume = <the exact call>>
+    job: <protocol id> (<status>)[; check: <the call that looks it up again>]
+    path: <modified path> (<operation> x<count>, ...)
+    failed: <command> (exit <code>)
+    skill: <loaded skill>
+    fact: <a tool-declared retention fact>
+    id: <ids and paths the user, the agent or a tool call named, space-separated>
+    data: <ids only tool output named, as whole quoted values, space-separated>
+    seen: <ids tool output named in passing (logs, file bodies), space-separated>
+    recover: workspace_inspect {"action":"changes"}     (only when approvals or jobs were dropped)
+    dropped: <kind>=<count> ...
+    </state_record>
+
+One entry per line (ids and data packed several to a line, at most 100 characters: they hold
+no spaces), kinds in this order, oldest first within a kind. A value of several lines is
+written ``kind+N: first line`` followed by its N further lines exactly as they are, so a
+request keeps its whitespace and a resume call its bytes. The digest is the first 16 hex digits
+of SHA-256 over the lines between header and close, joined by ``\\n``: a record whose digest,
+header, kind, line count or shape is off is not ours, and :func:`parse_record` refuses it (the
+caller then treats the text as an untrusted summary).
+
+The bound is in UTF-8 bytes. Seen ids take at most a tenth of it (800 bytes at most). Over
+it, whole entries go, lowest priority and oldest first (constraints newest first: the ground
+rules a user sets first hold for the whole session): seen, data,
+ids, facts, finished jobs, skills, the failing command, paths, pending jobs, approvals,
+constraints; the latest request, first cut to half of the bound, is shortened last. Every
+entry that goes is counted in ``dropped``, summed over generations, so nothing goes silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from .ledger import Ledger, is_pending, recovery_call
+
+VERSION = "1"
+OPEN = "<state_record"
+CLOSE = "</state_record>"
+_HEADER = re.compile(r'<state_record version="(\d+)" digest="([0-9a-f]{16})">')
+_ENTRY = re.compile(r"([a-z_]+)(?:\+(\d+))?: (.*)")
+_PATH = re.compile(r"(.+) \(((?:[^\s,()]+ x\d+)(?:, [^\s,()]+ x\d+)*)\)", re.S)
+_JOB = re.compile(r"(\S+) \(([^()\n]*)\)(?:; check: .*)?", re.S)
+_DROPPED = re.compile(r"[a-z_]+=\d+(?: [a-z_]+=\d+)*")
+KINDS = (
+    "request",
+    "constraint",
+    "approval",
+    "job",
+    "path",
+    "failed",
+    "skill",
+    "fact",
+    "id",
+    "data",
+    "seen",
+    "recover",
+    "dropped",
+)
+RECOVERY_CALL = 'workspace_inspect {"action":"changes"}'
+"""Where dropped approvals and jobs are found again (seed 003's recovery index)."""
+# Drop order over the bound (request last: it is shortened, never dropped).
+_DROP_ORDER = ("seen", "data", "id", "fact", "finished", "skill", "failed", "path", "job", "approval", "constraint")
+SEEN_SHARE = 10
+SEEN_MAX = 800
+"""Seen ids (named in passing by logs and file bodies) take at most 1/10 of the bound, 800 bytes."""
+REQUEST_SHARE = 2
+"""The latest request takes at most half of the bound; past that its head stays, with a count."""
+PACKED_WIDTH = 100
+"""Ids and data are packed several to a line, space-separated, up to this many characters."""
+
+
+def _fold(kind: str, value: str) -> str:
+    """``kind: value``; a value of several lines says how many follow, written as they are."""
+    more = value.count("\n")
+    return f"{kind}+{more}: {value}" if more else f"{kind}: {value}"
+
+
+def _digest(lines: list[str]) -> str:
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _size(line: str) -> int:
+    return len(line.encode("utf-8", "surrogatepass")) + 1
+
+
+def _entries(ledger: Ledger) -> dict[str, list[tuple[str, str]]]:
+    """(key, line) per drop class, oldest first (``key`` names the item in ``dropped``)."""
+    jobs = [(i, s) for i, s in ledger.jobs.items()]
+    out: dict[str, list[tuple[str, str]]] = {
+        "approval": [("approval", _fold("approval", line)) for line in ledger.approvals.values()],
+        "job": [("job", _fold("job", _job(i, s))) for i, s in jobs if is_pending(s)],
+        "finished": [("job", _fold("job", _job(i, s))) for i, s in jobs if not is_pending(s)],
+        "constraint": [("constraint", _fold("constraint", c)) for c in ledger.constraints],
+        "path": [("path", _fold("path", _path(p, ops))) for p, ops in ledger.paths.items()],
+        "failed": [("failed", _fold("failed", ledger.failure))] if ledger.failure else [],
+        "skill": [("skill", _fold("skill", s)) for s in ledger.skills],
+        "fact": [("fact", _fold("fact", f)) for f in ledger.facts],
+        "id": [("id", i) for i in ledger.ids],
+        "data": [("data", d) for d in ledger.data],
+        "seen": [("seen", d) for d in ledger.seen],
+    }
+    return out
+
+
+def _packed(kind: str, tokens: list[str]) -> list[str]:
+    """``kind: a b c`` lines of at most :data:`PACKED_WIDTH` characters (ids hold no spaces)."""
+    lines: list[str] = []
+    for token in tokens:
+        if lines and len(lines[-1]) + 1 + len(token) <= PACKED_WIDTH:
+            lines[-1] += " " + token
+        else:
+            lines.append(f"{kind}: {token}")
+    return lines
+
+
+def _job(ident: str, status: str) -> str:
+    call = recovery_call(ident) if is_pending(status) else None
+    return f"{ident} ({status})" + (f"; check: {call}" if call else "")
+
+
+def _path(path: str, ops: dict[str, int]) -> str:
+    return f"{path} (" + ", ".join(f"{op} x{count}" for op, count in ops.items()) + ")"
+
+
+def render(ledger: Ledger, limit: int) -> str:
+    """The record of ``ledger`` within ``limit`` UTF-8 bytes (never cut inside an entry)."""
+    entries = _entries(ledger)
+    dropped = dict(ledger.dropped)
+    request = ledger.request
+    _cap(entries["seen"], min(limit // SEEN_SHARE, SEEN_MAX), dropped)
+    over = _size(_fold("request", request)) - limit // REQUEST_SHARE
+    if request and over > 0:  # a long request gives way before any id does (2,000 CJK chars are 6 KB)
+        request = _shorten(request, over, dropped)
+    while True:
+        text = _compose(request, entries, dropped)
+        over = _size(text) - 1 - limit
+        if over <= 0:
+            return text
+        name = next((n for n in _DROP_ORDER if entries[n]), None)
+        if name is None:
+            if not request:
+                return text  # only the frame and the counts are left: the caller's floor holds them
+            request = _shorten(request, over, dropped)
+            continue
+        freed = 0
+        while entries[name] and freed < over:  # a batch: rendering once per entry would be quadratic
+            key, line = entries[name].pop(-1 if name == "constraint" else 0)
+            dropped[key] = dropped.get(key, 0) + 1
+            freed += _size(line)
+
+
+def _cap(tokens: list[tuple[str, str]], share: int, dropped: dict[str, int]) -> None:
+    """Drop the oldest packed tokens until they take at most ``share`` bytes."""
+    total = sum(len(token) + 1 for _, token in tokens)
+    while tokens and total > share:
+        key, token = tokens.pop(0)
+        total -= len(token) + 1
+        dropped[key] = dropped.get(key, 0) + 1
+
+
+def _compose(request: str, entries: dict[str, list[tuple[str, str]]], dropped: dict[str, int]) -> str:
+    lines = [_fold("request", request)] if request else []
+    by_kind: dict[str, list[str]] = {}
+    for name in ("approval", "job", "finished", "path", "failed", "skill", "fact", "constraint"):
+        for key, line in entries[name]:
+            by_kind.setdefault(key, []).append(line)
+    for name in ("id", "data", "seen"):
+        by_kind[name] = _packed(name, [token for _, token in entries[name]])
+    for kind in KINDS[1:-2]:
+        lines.extend(by_kind.get(kind, []))
+    if dropped.get("approval") or dropped.get("job"):
+        lines.append(f"recover: {RECOVERY_CALL}")
+    if any(dropped.values()):
+        lines.append(_dropped_line(dropped))
+    return "\n".join([f'<state_record version="{VERSION}" digest="{_digest(lines)}">', *lines, CLOSE])
+
+
+def _shorten(request: str, over: int, dropped: dict[str, int]) -> str:
+    """The longest head of ``request`` (with its count) whose line is ``over`` bytes shorter."""
+    target = _size(_fold("request", request)) - over
+    low, high, keep = 1, len(request) - 1, 0
+    while low <= high:  # the line grows with the head: the longest that fits, by bisection
+        middle = (low + high) // 2
+        if _size(_fold("request", _head(request, middle))) <= target:
+            keep, low = middle, middle + 1
+        else:
+            high = middle - 1
+    dropped["request_chars"] = dropped.get("request_chars", 0) + len(request) - keep
+    return _head(request, keep) if keep else ""
+
+
+def _head(request: str, keep: int) -> str:
+    return f"{request[:keep]}…[{len(request) - keep} more chars not kept]"
+
+
+def _dropped_line(dropped: dict[str, int]) -> str:
+    return "dropped: " + " ".join(f"{kind}={count}" for kind, count in sorted(dropped.items()) if count)
+
+
+# -- reading a record back -----------------------------------------------------------------
+
+
+def _read(lines: list[str], first: int) -> tuple[int, list[str]] | None:
+    """The record whose header is ``lines[first]``: (index of its close line, its entries)."""
+    header = _HEADER.fullmatch(lines[first])
+    if header is None or header.group(1) != VERSION:
+        return None
+    out: list[str] = []
+    index = first + 1
+    while index < len(lines) and lines[index] != CLOSE:
+        entry = _ENTRY.fullmatch(lines[index])
+        if entry is None or entry.group(1) not in KINDS:
+            return None
+        more = int(entry.group(2) or 0)
+        if index + more >= len(lines):
+            return None
+        out.append(entry.group(1) + ": " + "\n".join([entry.group(3), *lines[index + 1 : index + 1 + more]]))
+        index += 1 + more
+    if index >= len(lines) or header.group(2) != _digest(lines[first + 1 : index]):
+        return None
+    return index, out
+
+
+def _valid(text: str) -> tuple[int, int, list[str]] | None:
+    """``(start, end, entries)`` of the last valid record of ``text`` (header at column 0)."""
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    for first in range(len(lines) - 1, -1, -1):
+        if lines[first].startswith(OPEN):
+            found = _read(lines, first)
+            if found is not None:
+                close, out = found
+                return offsets[first], offsets[close] + len(CLOSE), out
+    return None
+
+
+def record_text(text: str) -> str | None:
+    """The last valid state record of ``text`` as it stands, if any."""
+    found = _valid(text) if OPEN in text else None
+    return text[found[0] : found[1]] if found is not None else None
+
+
+def find_record(text: str) -> tuple[int, int] | None:
+    """``(start, end)`` of the last valid state record of ``text``."""
+    found = _valid(text) if OPEN in text else None
+    return (found[0], found[1]) if found is not None else None
+
+
+_FRAMED = re.compile(r"(?ms)^<state_record\b.*?(?:^</state_record>$|\Z)")
+
+
+def strip_records(text: str) -> str:
+    """``text`` without any state record: valid ones, and any block framed like one (a model may
+    not write one)."""
+    while (span := find_record(text)) is not None:
+        text = (text[: span[0]].rstrip("\n") + "\n" + text[span[1] :].lstrip("\n")).strip("\n")
+    return _FRAMED.sub("", text).strip("\n") if OPEN in text else text
+
+
+def entries(text: str) -> list[str] | None:
+    """The entries (``kind: value``, multi-line values whole) of the last valid record, or None."""
+    found = _valid(text) if OPEN in text else None
+    return found[2] if found is not None else None
+
+
+def parse_record(text: str) -> Ledger | None:
+    """The ledger of the last state record of ``text``; None unless it parses strictly."""
+    lines = entries(text)
+    if lines is None:
+        return None
+    ledger = Ledger()
+    for line in lines:
+        kind, value = line.split(": ", 1)
+        if not _apply(ledger, kind, value):
+            return None
+    return ledger
+
+
+def _apply(ledger: Ledger, kind: str, value: str) -> bool:
+    if kind == "request":
+        ledger.request = value
+    elif kind == "constraint":
+        ledger.constraints.append(value)
+    elif kind == "approval":
+        ident = value.removeprefix("approval ").split(" ", 1)[0].split(":", 1)[0]
+        ledger.approvals[ident] = value
+    elif kind == "job":
+        job = _JOB.fullmatch(value)
+        if job is None:
+            return False
+        ledger.jobs[job.group(1)] = job.group(2)
+    elif kind == "path":
+        path = _PATH.fullmatch(value)
+        if path is None:
+            return False
+        ops = ledger.paths.setdefault(path.group(1), {})
+        for part in path.group(2).split(", "):
+            op, count = part.rsplit(" x", 1)
+            ops[op] = ops.get(op, 0) + int(count)
+    elif kind == "failed":
+        ledger.failure = value
+    elif kind == "recover":
+        return value == RECOVERY_CALL  # derived from the counts: nothing to keep
+    elif kind == "dropped":
+        if not _DROPPED.fullmatch(value):
+            return False
+        for part in value.split():
+            name, count = part.split("=")
+            ledger.dropped[name] = int(count)
+    elif kind in ("id", "data", "seen"):
+        if "\n" in value:
+            return False
+        getattr(ledger, "ids" if kind == "id" else kind).extend(value.split(" "))
+    else:
+        getattr(ledger, "skills" if kind == "skill" else "facts").append(value)
+    return True

@@ -1,0 +1,178 @@
+"""Each shared contract has one home, and no package's modules import each other in a cycle.
+
+Like httpx's test of ``__all__``, this reads the source (an AST scan of ``packages/*/src``): a
+second copy of the history validator, of ``text_of``, of a secret pattern, of a bounded read or
+of a locked update fails here, naming the file and line, before it can drift from the first.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = sorted(ROOT.glob("packages/*/src/*/**/*.py"))
+PROTOCOL = ROOT / "packages/protocol/src/i_protocol"
+
+HOMES = {
+    "history": PROTOCOL / "history.py",
+    "secrets": PROTOCOL / "secrets.py",
+    "files": PROTOCOL / "files.py",
+}
+HISTORY_FUNCTIONS = {"validate_history", "check_tool_calls", "text_of", "content_text", "is_summary_message"}
+SECRET_MARKERS = ("sk-", "ghp_", "github_pat_", "AKIA", "xox", "glpat-", "hf_", "npm_", "-----BEGIN")
+
+
+def _trees() -> Iterator[tuple[Path, ast.Module]]:
+    for path in SOURCES:
+        yield path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of docstring nodes: prose may name a prefix or a file name it does not implement."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _strings(tree: ast.Module) -> list[ast.Constant]:
+    """Every string literal of a module except its docstrings."""
+    skip = _docstrings(tree)
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip
+    ]
+
+
+def _where(path: Path, node: ast.AST) -> str:
+    return f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+
+
+def test_the_sources_are_found():
+    packages = {path.relative_to(ROOT).parts[1] for path in SOURCES}
+    assert {"protocol", "core", "worker-budget", "worker-compact", "worker-memory"} <= packages
+    assert all(home.is_file() for home in HOMES.values())
+
+
+def test_the_history_format_is_read_in_one_place():
+    copies = [
+        _where(path, node)
+        for path, tree in _trees()
+        if path != HOMES["history"]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.lstrip("_") in HISTORY_FUNCTIONS
+    ]
+    assert copies == [], f"history helpers defined outside i_protocol.history: {copies}"
+
+
+def _is_bounded_read(node: ast.AST) -> bool:
+    """``handle.read(LIMIT + 1)``: the hand-written way to read at most a limit and notice more."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "read"):
+        return False
+    if len(node.args) != 1 or not isinstance(node.args[0], ast.BinOp):
+        return False
+    right = node.args[0].right
+    return isinstance(node.args[0].op, ast.Add) and isinstance(right, ast.Constant) and right.value == 1
+
+
+def test_bounded_reads_and_locked_updates_live_in_i_protocol_files():
+    copies = []
+    for path, tree in _trees():
+        if path == HOMES["files"]:
+            continue
+        for node in ast.walk(tree):
+            if _is_bounded_read(node):
+                copies.append(f"{_where(path, node)} bounded read")
+            elif isinstance(node, ast.Name | ast.Attribute) and getattr(node, "id", getattr(node, "attr", "")) in (
+                "FileLock",
+                "SoftFileLock",
+            ):
+                copies.append(f"{_where(path, node)} FileLock")
+        copies.extend(
+            f"{_where(path, node)} corrupt-file naming" for node in _strings(tree) if ".corrupt-" in node.value
+        )
+    assert copies == [], f"file helpers re-implemented outside i_protocol.files: {copies}"
+
+
+def test_secret_patterns_live_in_i_protocol_secrets():
+    copies = [
+        _where(path, node)
+        for path, tree in _trees()
+        if path != HOMES["secrets"]
+        for node in _strings(tree)
+        if any(marker in node.value for marker in SECRET_MARKERS)
+        and ("\\" in node.value or "[" in node.value)  # a regular expression, not prose naming a prefix
+    ]
+    assert copies == [], f"secret patterns outside i_protocol.secrets: {copies}"
+
+
+def _module_imports(path: Path, package_root: Path, tree: ast.Module) -> set[str]:
+    """Modules of the same package imported at module level (``TYPE_CHECKING`` blocks included)."""
+    package = package_root.name
+    here = path.relative_to(package_root.parent).with_suffix("").parts
+    if here[-1] == "__init__":
+        here = here[:-1]
+    found: set[str] = set()
+    body: list[ast.stmt] = list(tree.body)
+    while body:
+        node = body.pop(0)
+        if isinstance(node, ast.If | ast.Try):
+            body.extend([*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])])
+            for handler in getattr(node, "handlers", []):
+                body.extend(handler.body)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + (1 if path.name == "__init__.py" else 0)]
+                target = (*base, *(node.module.split(".") if node.module else ()))
+            else:
+                target = tuple((node.module or "").split("."))
+            if target and target[0] == package:
+                found.add(".".join(target))
+                found.update(".".join((*target, alias.name)) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == package)
+    return found
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    cycles, state = [], {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for other in sorted(graph.get(node, ())):
+            if state.get(other) == 1:
+                cycles.append([*stack[stack.index(other) :], other])
+            elif other not in state:
+                visit(other, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    return cycles
+
+
+@pytest.mark.parametrize("package_root", sorted(ROOT.glob("packages/*/src/*/")), ids=lambda p: p.name)
+def test_no_import_cycle(package_root: Path):
+    graph: dict[str, set[str]] = {}
+    for path in sorted(package_root.rglob("*.py")):
+        parts = path.relative_to(package_root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        graph[name] = _module_imports(path, package_root, tree)
+    modules = set(graph)
+    # An import of a package's __init__ is not a dependency on every module below it.
+    graph = {name: {dep for dep in deps if dep in modules and dep != name} for name, deps in graph.items()}
+    packages = {name for name in modules if (package_root.parent / name.replace(".", "/") / "__init__.py").exists()}
+    graph = {name: deps - ({name.rsplit(".", 1)[0]} & packages) for name, deps in graph.items()}
+    assert _cycles(graph) == []
