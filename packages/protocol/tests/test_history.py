@@ -12,7 +12,6 @@ from i_protocol.history import (
     is_summary,
     summary_marker,
     text_of,
-    tool_batch_end,
     validate_history,
 )
 
@@ -118,8 +117,6 @@ def test_images_and_attachments():
     assert is_attachment(history, 4)
     assert not is_attachment(history, 1)  # follows the system message, not a tool result
     assert not is_attachment(history, 5)  # a typed user message carries no images
-    assert tool_batch_end(history, 2) == 5  # the assistant call, its result, and the image attachment
-    assert tool_batch_end(history, 1) == 2  # not a batch: just the message
 
 
 def test_a_summary_is_the_marked_user_message_not_its_text():

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from i_compact.redact import may_contain_secret, redact, secret_references
+from i_compact.redact import redact, secret_references
 from i_compact.textsafe import scrub, scrub_value
+from i_protocol.secrets import may_contain_secret
 
 
 @pytest.mark.parametrize(

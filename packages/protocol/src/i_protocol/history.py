@@ -1,7 +1,7 @@
 """The history format every hook sees: its types, its one validator, and the helpers over it.
 
 Public API, versioned with the protocol: the types, ``ROLES``, ``validate_history``,
-``check_tool_calls``, ``text_of``, ``has_images``, ``tool_batch_end``, ``is_attachment``,
+``check_tool_calls``, ``text_of``, ``has_images``, ``is_attachment``,
 ``SUMMARY_KIND``, ``is_summary`` and ``summary_marker``. The core validates every history a hook
 returns with ``validate_history``; workers use the same helpers, so no package keeps its own
 reading of the format.
@@ -35,7 +35,6 @@ __all__ = [
     "is_summary",
     "summary_marker",
     "text_of",
-    "tool_batch_end",
     "validate_history",
 ]
 
@@ -194,15 +193,6 @@ def is_attachment(history: list[dict[str, Any]], index: int) -> bool:
     if message.get("role") != "user" or index == 0 or history[index - 1].get("role") != "tool":
         return False
     return has_images(message)
-
-
-def tool_batch_end(history: list[dict[str, Any]], index: int) -> int:
-    """Index just past the tool batch that starts at assistant message ``index`` (or ``index + 1``)."""
-    end = index + 1
-    if history[index].get("role") == "assistant" and history[index].get("tool_calls"):
-        while end < len(history) and (history[end].get("role") == "tool" or is_attachment(history, end)):
-            end += 1
-    return end
 
 
 def summary_marker() -> dict[str, str]:

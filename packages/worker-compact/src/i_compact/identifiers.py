@@ -40,9 +40,9 @@ from itertools import accumulate, repeat
 from operator import add
 from typing import Any
 
-from i_protocol.secrets import GATE_WORDS
+from i_protocol.secrets import GATE_WORDS, contains_secret
 
-from .redact import contains_secret, redact
+from .redact import redact
 from .textsafe import scrub
 
 MAX_ID = 128

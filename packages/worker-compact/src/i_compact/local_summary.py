@@ -14,9 +14,10 @@ import re
 from typing import Any
 
 from i_protocol.history import is_summary, text_of
+from i_protocol.secrets import may_contain_secret
 
 from . import ledger as facts
-from .redact import may_contain_secret, redact, secret_references
+from .redact import redact, secret_references
 from .reduction import strip_payloads
 from .state_record import find_record, render
 from .textsafe import scrub

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 
 from i_protocol import secrets
-from i_protocol.secrets import contains_secret, may_contain_secret
 
-__all__ = ["contains_secret", "may_contain_secret", "redact", "secret_references"]
+__all__ = ["redact", "secret_references"]
 
 
 def redact(text: str) -> str:
