@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import orjson
 import pytest
@@ -90,3 +91,26 @@ def test_memory_refuses_secrets_through_the_core(i, write_config, plugins, proje
     assert result.returncode == 0, result.stderr
     reply = next(m for m in model.requests[1].body["messages"] if m["role"] == "tool")["content"]
     assert "error" in reply.lower() and "ghp_abcdefghijklmnopqrstuvwxyz0123456789" not in reply
+
+
+def test_a_stream_that_errors_midway_leaves_no_request_pending_in_the_cache_report(
+    i, write_config, plugins, project, dirs
+):
+    # A real OpenRouter stream (packages/core/tests/recordings, pydantic-ai's cassette, MIT) that
+    # ends in an error chunk carrying usage: after_response must still see it, or the cache report
+    # keeps the request "pending" forever and its target can never be met.
+    recording = (
+        Path(__file__).resolve().parents[2] / "packages/core/tests/recordings/openrouter-minimax-stream-error.sse"
+    )
+    plugins("cache")
+    (dirs["config"] / "cache.json").write_bytes(orjson.dumps({"mode": "observe", "namespace": "e2e"}))
+    step = {"raw_body": recording.read_bytes(), "stream": True}
+    with ScriptedModel([step]) as model:
+        write_config(model.base_url, stream=True)
+        failed = i("-C", str(project), "--session-name", "e", "hello")
+    assert failed.returncode == 4, failed.stderr
+    report = i("--runtime", "cache-report", "-C", str(project), "--json")
+    assert report.returncode == 0, report.stderr
+    data = json.loads(report.stdout)
+    assert data["totals"]["pending"] == 0 and data["totals"]["observed"] == 1, data["totals"]
+    assert data["totals"]["input_tokens"] == 43, data["totals"]

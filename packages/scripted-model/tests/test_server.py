@@ -267,3 +267,16 @@ def test_a_reply_longer_than_max_tokens_is_cut_and_finishes_with_length() -> Non
     assert whole["choices"][0]["finish_reason"] == "stop"
     assert whole["choices"][0]["message"]["content"] == long_text
     assert short["choices"][0]["finish_reason"] == "stop"
+
+
+def test_a_raw_body_in_small_pieces_arrives_whole() -> None:
+    body = b'data: {"choices":[{"index":0,"delta":{"content":"\xc3\xa9t\xc3\xa9"}}]}\n\ndata: [DONE]\n\n'
+    with ScriptedModel([{"raw_body": body, "chunk_bytes": 3}]) as model:
+        status, raw = post(model.root_url, PATHS["openai"], chat("openai", "hello there"))
+    assert (status, raw) == (200, body)
+
+
+@pytest.mark.parametrize("size", [0, -3, True, 1.5])
+def test_chunk_bytes_must_be_a_positive_count(size: Any) -> None:
+    with pytest.raises(ValueError, match="chunk_bytes must be a positive number of bytes"):
+        ScriptedModel([{"raw_body": "x", "chunk_bytes": size}])

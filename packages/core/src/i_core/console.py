@@ -15,9 +15,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .errors import ConfigError, CoreError
+
+if TYPE_CHECKING:
+    from .providers import ModelReply
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -154,18 +157,50 @@ class Screen:
 
 
 class _AnswerStream:
-    """What the agent writes streamed text to (``AgentOptions.out``)."""
+    """What the agent writes streamed text to (``AgentOptions.out``), and what the console knows of
+    the turn's replies: a later response's text starts apart from the text before it (a turn's
+    responses would otherwise run together: "...information.I found..."), and the last reply says
+    whether the answer was cut at the output limit or was a refusal."""
 
     def __init__(self, screen: Screen | None) -> None:
         self.screen = screen
+        self.last_reply: ModelReply | None = None
+        self._tail = ""  # the last characters of this turn's text
+        self._new_response = False
+
+    def begin_turn(self) -> None:
+        """A new turn: nothing written yet, no reply seen."""
+        self._tail, self._new_response, self.last_reply = "", False, None
+
+    def response_started(self) -> None:
+        """A model request is about to be sent: its text is a new run."""
+        self._new_response = True
 
     def write(self, text: str) -> int:
+        if text and self._new_response:
+            from .providers.reply import block_break
+
+            text = block_break(self._tail, text) + text
+            self._new_response = False
+        self._tail = (self._tail + text)[-2:]
         if self.screen is not None:
             self.screen.write(text)
         return len(text)
 
     def flush(self) -> None:
         pass
+
+    def notes(self) -> list[str]:
+        """What the user must know about the turn's answer beyond its text (stderr lines)."""
+        reply = self.last_reply
+        if reply is None:
+            return []
+        notes = []
+        if reply.finish_reason == "length":
+            notes.append("[i] the answer was cut at the output limit (max_tokens in config.json); it is incomplete")
+        if reply.meta.get("refusal"):
+            notes.append("[i] the model refused the request; the answer is its refusal")
+        return notes
 
 
 def _isatty(stream: object) -> bool:
@@ -445,9 +480,14 @@ class _UsageMeter:
         self.requests = 0
         model = agent.model
         complete = model.complete
+        out = agent.options.out
 
         def counted(*args: object, **kwargs: object) -> object:
+            if isinstance(out, _AnswerStream):
+                out.response_started()
             reply = complete(*args, **kwargs)  # type: ignore[arg-type]
+            if isinstance(out, _AnswerStream):
+                out.last_reply = reply
             self.requests += 1
             for key, value in (getattr(reply, "usage", None) or {}).items():
                 if isinstance(value, int) and not isinstance(value, bool):
@@ -479,6 +519,10 @@ def _print_json_result(
         "budget": agent.stats.last_budget,
         "session": str(path) if path.exists() else None,
     }
+    last = agent.options.out.last_reply if isinstance(agent.options.out, _AnswerStream) else None
+    # Whether the answer is all there: cut at the output limit, or the model's refusal.
+    result["truncated"] = last is not None and last.finish_reason == "length"
+    result["refusal"] = last is not None and bool(last.meta.get("refusal"))
     if isinstance(failure, KeyboardInterrupt):
         result.update(exit=EXIT_INTERRUPTED, error="interrupted")
     elif isinstance(failure, SystemExit):
@@ -525,10 +569,16 @@ def _one(agent: object, text: str | None, screen: Screen, *, show: bool = True) 
     from .agent import Agent
 
     assert isinstance(agent, Agent)
+    out = agent.options.out
+    if isinstance(out, _AnswerStream):
+        out.begin_turn()
     answer = agent.run(text)
     if show and not agent.model.stream:
         screen.write(answer)
     screen.end_answer()
+    if isinstance(out, _AnswerStream):
+        for note in out.notes():
+            screen.note(note)
     return answer
 
 

@@ -25,6 +25,7 @@ import orjson
 
 from .errors import ModelError, TransportError
 from .providers.rejection import context_rejection
+from .providers.reply import upstream_reason
 
 if TYPE_CHECKING:
     import httpx
@@ -146,10 +147,12 @@ class _Transient(Exception):
 
 @dataclass
 class StreamResult:
-    """What a streamed POST produced besides the events handed to ``on_event``."""
+    """What a streamed POST produced besides the events handed to ``on_event``; ``done``: the
+    stream reached ``data: [DONE]``, so it ended as the server meant it to (it was not cut)."""
 
     status: int
     events: int
+    done: bool = False
 
 
 class Transport:
@@ -285,10 +288,14 @@ class Transport:
                     f"model endpoint answered JSON instead of an event stream (stream: true): {detail}",
                     status=status,
                 )
+            done = False
             for event in self._events(exchange, clock, status):
+                if event is None:
+                    done = True
+                    continue
                 delivered += 1
                 on_event(event)
-            return StreamResult(status=status, events=delivered)
+            return StreamResult(status=status, events=delivered, done=done)
         except _Expired as expired:
             if delivered:
                 # Text already went to the user; a retry would repeat it, so the stream fails here.
@@ -319,8 +326,8 @@ class Transport:
     def _read(self, exchange: _Exchange, clock: _Clock, status: int) -> bytes:
         return b"".join(self._chunks(exchange, clock, status))
 
-    def _events(self, exchange: _Exchange, clock: _Clock, status: int) -> Iterator[dict[str, Any]]:
-        """Decoded SSE ``data:`` payloads; ``[DONE]`` and comments are skipped."""
+    def _events(self, exchange: _Exchange, clock: _Clock, status: int) -> Iterator[dict[str, Any] | None]:
+        """Decoded SSE ``data:`` payloads, None for ``[DONE]``; comments are skipped."""
         buffer = bytearray()
         scanned = 0  # bytes of ``buffer`` already known to hold no newline (keeps long lines linear)
         data: list[bytes] = []
@@ -332,10 +339,8 @@ class Transport:
                 scanned = 0
                 if not line:
                     if data:
-                        event = _event(b"\n".join(data))
+                        yield _event(b"\n".join(data))
                         data = []
-                        if event is not None:
-                            yield event
                 elif line.startswith(b"data:"):
                     data.append(line[5:].removeprefix(b" "))
                 # event:, id:, retry: and ":" comments carry nothing the adapters need
@@ -345,9 +350,7 @@ class Transport:
         if tail.startswith(b"data:"):
             data.append(tail[5:].removeprefix(b" "))
         if data:
-            event = _event(b"\n".join(data))
-            if event is not None:
-                yield event
+            yield _event(b"\n".join(data))
 
     def _status_error(self, status: int, raw: bytes, headers: Any) -> ModelError | _Transient:
         """What an HTTP error answer means: a context rejection (never retried), a transient
@@ -368,6 +371,7 @@ class Transport:
 
 
 def _event(data: bytes) -> dict[str, Any] | None:
+    """One event's JSON object, or None for the end marker ``[DONE]``."""
     if data.strip() == b"[DONE]":
         return None
     try:
@@ -392,7 +396,7 @@ def _json_body(raw: bytes, status: int) -> dict[str, Any]:
 
 
 def _provider_message(raw: bytes) -> str | None:
-    """``error.message`` of an OpenAI- or Anthropic-shaped error body."""
+    """``error.message`` of an OpenAI- or Anthropic-shaped error body, with OpenRouter's upstream reason."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -402,7 +406,7 @@ def _provider_message(raw: bytes) -> str | None:
     error = body.get("error")
     message = error.get("message") if isinstance(error, dict) else error
     if isinstance(message, str):
-        return message
+        return message + upstream_reason(error) if isinstance(error, dict) else message
     message = body.get("message")
     return message if isinstance(message, str) else None
 

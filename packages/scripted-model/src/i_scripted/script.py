@@ -27,6 +27,7 @@ STEP_KEYS = frozenset(
         "headers",
         "delay",
         "raw_body",
+        "chunk_bytes",
         "redirect",
         "body_bytes",
         "stream",
@@ -50,6 +51,9 @@ def check_step(step: Any, where: str = "step") -> None:
     for index, call in enumerate(step.get("tool_calls") or []):
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
             raise ScriptError(f"{where}: tool_calls[{index}] needs a name")
+    chunk = step.get("chunk_bytes")
+    if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1):
+        raise ScriptError(f"{where}: chunk_bytes must be a positive number of bytes")
     usage = step.get("usage")
     if usage is not None and usage != "omit" and not isinstance(usage, dict):
         raise ScriptError(f'{where}: usage must be an object or "omit"')

@@ -10,6 +10,7 @@ recorded in ``probes``, not in ``requests``; other GETs are 404.
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -253,7 +254,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif step.get("raw_body") is not None:
             raw = step["raw_body"]
             raw = raw.encode() if isinstance(raw, str) else raw
-            self._send(step.get("status", 200), raw, "text/event-stream" if stream else "application/json", extra)
+            content_type = "text/event-stream" if stream else "application/json"
+            self._send(step.get("status", 200), raw, content_type, extra, chunk=step.get("chunk_bytes"))
         elif step.get("status", 200) >= 400:
             message = step.get("error_message") or f"scripted error {step['status']}"
             self._send_error(kind, step["status"], message, step.get("error_type") or "api_error", extra)
@@ -280,7 +282,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, body: dict[str, Any], extra: dict[str, str] | None = None) -> None:
         self._send(status, orjson.dumps(body), "application/json", extra)
 
-    def _send(self, status: int, raw: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        raw: bytes,
+        content_type: str,
+        extra: dict[str, str] | None = None,
+        *,
+        chunk: int | None = None,
+    ) -> None:
         try:
             self.send_response(status)
             self.send_header("content-type", content_type)
@@ -288,7 +298,14 @@ class _Handler(BaseHTTPRequestHandler):
             for key, value in (extra or {}).items():
                 self.send_header(key, str(value))
             self.end_headers()
-            self.wfile.write(raw)
+            if chunk is None:
+                self.wfile.write(raw)
+                return
+            self.wfile.flush()
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for start in range(0, len(raw), chunk):
+                self.wfile.write(raw[start : start + chunk])
+                self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 

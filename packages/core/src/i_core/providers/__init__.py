@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProviderError
+from ..errors import ModelError, ProviderError
 from .anthropic import AnthropicAdapter
 from .openai import DeepSeekAdapter, OpenAIAdapter
 from .rejection import context_rejection
@@ -61,14 +61,29 @@ def exchange(
     """POST ``body`` and parse the answer; streams when ``body["stream"]`` is true, text going to ``on_text``.
 
     ``on_raw`` sees the provider's body (rebuilt from the events when streamed) BEFORE the adapter
-    validates it, so usage observers (after_response) also see answers the adapter then rejects.
+    validates it, so usage observers (after_response) also see answers the adapter then rejects,
+    and streams that failed after they began (an error chunk, a broken connection) with what they
+    carried: OpenRouter reports the usage of a failed generation in its error chunk.
     """
     if body.get("stream") is True:
         parser = adapter.stream_parser(on_text or (lambda _text: None))
-        transport.post(url, body, headers, stream=True, on_retry=on_retry, on_event=parser.feed)
+        fed = 0
+
+        def feed(event: dict[str, Any]) -> None:
+            nonlocal fed
+            fed += 1
+            parser.feed(event)
+
+        try:
+            result = transport.post(url, body, headers, stream=True, on_retry=on_retry, on_event=feed)
+        except ModelError:
+            if on_raw is not None and fed:
+                on_raw(parser.raw())
+            raise
+        assert not isinstance(result, dict)
         if on_raw is not None:
             on_raw(parser.raw())
-        return parser.finish()
+        return parser.finish(ended=result.done)
     answer = transport.post(url, body, headers, stream=False, on_retry=on_retry)
     assert isinstance(answer, dict)
     if on_raw is not None:

@@ -14,7 +14,9 @@ from ..errors import ProviderError
 from .rejection import context_rejection
 from .reply import (
     ModelReply,
+    block_break,
     error_message,
+    joined_runs,
     merge_extra_body,
     normalized_usage,
     require,
@@ -29,7 +31,6 @@ _FINISH = {
     "stop_sequence": "stop",
     "tool_use": "tool_calls",
     "max_tokens": "length",
-    "refusal": "content_filter",
 }
 
 
@@ -81,7 +82,12 @@ class AnthropicAdapter:
         return merge_extra_body(body, extra_body)
 
     def parse_response(self, body: dict[str, Any]) -> ModelReply:
-        """The internal assistant message of a ``message`` body; raw blocks kept in ``_anthropic_content``."""
+        """The internal assistant message of a ``message`` body; raw blocks kept in ``_anthropic_content``.
+
+        Text blocks that another block (a server tool call, its results, thinking) separates are
+        kept apart (``joined_runs``). ``stop_reason: "refusal"`` ends the answer as a refusal: the
+        text before it is the answer, marked ``refusal``, and nothing of it is replayed but text.
+        """
         problem = error_message(body) if isinstance(body, dict) else None
         if problem is not None:
             raise context_rejection(None, body) or ProviderError(f"model answered an error: {problem}")
@@ -89,13 +95,15 @@ class AnthropicAdapter:
         raw_finish = body.get("stop_reason")
         if not isinstance(raw_finish, str) or not raw_finish:
             raise ProviderError("malformed model response: response.stop_reason is missing")
-        texts: list[str] = []
+        runs = [""]
         calls: list[dict[str, Any]] = []
         for index, block in enumerate(blocks):
             kind = require(block, "type", str, f"content[{index}]")
             if kind == "text":
-                texts.append(require(block, "text", str, f"content[{index}]"))
-            elif kind == "tool_use":
+                runs[-1] += require(block, "text", str, f"content[{index}]")
+                continue
+            runs.append("")
+            if kind == "tool_use":
                 where = f"content[{index}]"
                 call_input = block.get("input", {})
                 calls.append(
@@ -108,17 +116,26 @@ class AnthropicAdapter:
                         },
                     }
                 )
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
-        if calls:
-            message["tool_calls"] = calls
-        message["_anthropic_content"] = blocks
+        text = joined_runs(runs)
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
         usage = body.get("usage")
-        return ModelReply(
+        reply = ModelReply(
             message=message,
             finish_reason=_FINISH.get(raw_finish, f"other:{raw_finish}"),
             usage=_usage(usage) if isinstance(usage, dict) else None,
             raw=body,
         )
+        if raw_finish == "refusal":
+            # A refused turn must not come back as it was (Anthropic: reset or replace it); its
+            # text, if any, is what the user saw.
+            message.update(content=text, _refusal=True)
+            reply.finish_reason = "stop"
+            reply.meta["refusal"] = True
+            return reply
+        if calls:
+            message["tool_calls"] = calls
+        message["_anthropic_content"] = blocks
+        return reply
 
     def stream_parser(self, on_text: Callable[[str], None]) -> _MessageStream:
         """An incremental parser of Messages stream events."""
@@ -251,6 +268,8 @@ class _MessageStream:
         self._json: dict[int, list[str]] = {}
         self._usage: dict[str, Any] = {}
         self._stop: str | None = None
+        self._shown = ""  # the last characters shown (they decide the break before a new run)
+        self._separated = False  # a non-text block started after shown text
 
     def feed(self, event: dict[str, Any]) -> None:
         """Take one decoded event (its ``type`` names it)."""
@@ -267,6 +286,8 @@ class _MessageStream:
             block = dict(event.get("content_block") or {})
             if block.get("type") == "tool_use":
                 self._json[index] = []
+            if block.get("type") != "text":
+                self._separated = bool(self._shown)
             self._blocks[index] = block
         elif kind == "content_block_delta":
             self._delta(event.get("index", 0), event.get("delta") or {})
@@ -285,7 +306,10 @@ class _MessageStream:
             text = delta.get("text", "")
             block["text"] = block.get("text", "") + text
             if text:
-                self._on_text(text)
+                shown = block_break(self._shown, text) + text if self._separated else text
+                self._separated = False
+                self._shown = (self._shown + shown)[-2:]
+                self._on_text(shown)
         elif kind == "input_json_delta":
             self._json.setdefault(index, []).append(delta.get("partial_json", ""))
         elif kind == "thinking_delta":
@@ -323,8 +347,10 @@ class _MessageStream:
             raw["usage"] = self._usage
         return raw
 
-    def finish(self) -> ModelReply:
-        """The assembled reply; a stream without a stop_reason is incomplete."""
+    def finish(self, *, ended: bool = False) -> ModelReply:
+        """The assembled reply; a stream without a stop_reason is incomplete (Anthropic always
+        sends one, so ``ended`` changes nothing here)."""
+        del ended
         if self._stop is None:
             raise ProviderError("model stream ended without a stop_reason (incomplete answer)")
         for index in list(self._json):

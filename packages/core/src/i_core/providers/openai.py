@@ -11,7 +11,9 @@ from ..errors import ProviderError
 from .rejection import context_rejection
 from .reply import (
     ModelReply,
+    block_break,
     error_message,
+    joined_runs,
     merge_extra_body,
     normalized_usage,
     require,
@@ -69,7 +71,14 @@ class OpenAIAdapter:
         return [{key: message[key] for key in _WIRE_FIELDS if key in message} for message in history]
 
     def parse_response(self, body: dict[str, Any]) -> ModelReply:
-        """The internal assistant message of a chat.completion body."""
+        """The internal assistant message of a complete chat.completion body.
+
+        Beyond the official API (each case seen from a real server; the core README lists them):
+        ``finish_reason`` missing, null or "" is inferred from the content (tool calls ->
+        ``tool_calls``, else ``stop``) and marked ``finish_inferred``; ``content`` may be a list of
+        parts (text is the answer, thinking parts become ``reasoning_content``); a ``refusal``
+        becomes the answer, after any text, marked ``refusal``.
+        """
         problem = error_message(body) if isinstance(body, dict) else None
         if problem is not None:
             raise context_rejection(None, body) or ProviderError(f"model answered an error: {problem}")
@@ -79,24 +88,36 @@ class OpenAIAdapter:
         choice = choices[0]
         wire = require(choice, "message", dict, "choices[0]")
         raw_finish = choice.get("finish_reason")
-        if not isinstance(raw_finish, str) or not raw_finish:
-            raise ProviderError("malformed model response: choices[0].finish_reason is missing")
-        content = wire.get("content")
-        if content is not None and not isinstance(content, str):
-            raise ProviderError("malformed model response: choices[0].message.content is not a string")
+        if raw_finish is not None and not isinstance(raw_finish, str):
+            raise ProviderError(f"malformed model response: choices[0].finish_reason is a {type(raw_finish).__name__}")
+        content, thinking = _content(wire.get("content"))
+        meta: dict[str, Any] = {}
+        refusal = wire.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            content = joined_runs([content or "", refusal])
+            meta["refusal"] = True
         message: dict[str, Any] = {"role": "assistant", "content": content}
         calls = _tool_calls(wire.get("tool_calls"))
         if calls:
             message["tool_calls"] = calls
         reasoning = wire.get("reasoning_content")
-        if isinstance(reasoning, str) and reasoning:
+        reasoning = reasoning if isinstance(reasoning, str) and reasoning else thinking
+        if reasoning:
             message["reasoning_content"] = reasoning
+        if meta.get("refusal"):
+            message["_refusal"] = True
+        if raw_finish:
+            finish = _FINISH.get(raw_finish, f"other:{raw_finish}")
+        else:
+            finish = "tool_calls" if calls else "stop"
+            meta["finish_inferred"] = True
         usage = body.get("usage")
         return ModelReply(
             message=message,
-            finish_reason=_FINISH.get(raw_finish, f"other:{raw_finish}"),
+            finish_reason=finish,
             usage=self.usage(usage) if isinstance(usage, dict) else None,
             raw=body,
+            meta=meta,
         )
 
     def usage(self, usage: dict[str, Any]) -> dict[str, int | None] | None:
@@ -180,37 +201,82 @@ def _tool_calls(calls: Any) -> list[dict[str, Any]]:
     return result
 
 
+def _content(content: Any) -> tuple[str | None, str | None]:
+    """(answer text, thinking text) of ``message.content``: a string, or a list of parts.
+
+    Mistral's thinking models answer ``[{"type": "thinking", "thinking": [text parts]}, {"type":
+    "text", "text": ...}]``; text separated by another part is kept apart (``joined_runs``).
+    """
+    if content is None or isinstance(content, str):
+        return content, None
+    if not isinstance(content, list):
+        raise ProviderError("malformed model response: choices[0].message.content is not a string or a list of parts")
+    runs, thinking = [""], []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            runs[-1] += part["text"]
+        elif kind == "thinking":
+            thinking.append(_thinking_text(part.get("thinking")))
+            runs.append("")
+        else:
+            runs.append("")  # an image or a reference part: no text, but it separates what is around it
+    return joined_runs(runs) or None, "".join(thinking) or None
+
+
+def _thinking_text(thinking: Any) -> str:
+    """The text of a thinking part: a string, or a list of text parts."""
+    if isinstance(thinking, str):
+        return thinking
+    if isinstance(thinking, list):
+        return "".join(p["text"] for p in thinking if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
 class _ChatStream:
-    """Rebuilds a chat.completion body from chunks, then parses it like a non-streamed answer."""
+    """Rebuilds a chat.completion body from chunks, then parses it like a non-streamed answer.
+
+    Also read (real servers send them): a tool name repeated in full in a later delta is set once
+    (names are never split; arguments are); ``delta.content`` as a list of parts (Mistral: thinking
+    parts go to the reasoning); ``delta.refusal`` (the refusal, shown as the answer); an error chunk
+    that carries usage (OpenRouter), kept for ``after_response`` before the error is raised.
+    """
 
     def __init__(self, adapter: OpenAIAdapter, on_text: Callable[[str], None]) -> None:
         self._adapter = adapter
         self._on_text = on_text
         self._text: list[str] = []
+        self._refusal: list[str] = []
         self._reasoning: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
         self._finish: str | None = None
         self._usage: Any = None
+        self._error: Any = None
         self._meta: dict[str, Any] = {}
+        self._separated = False  # a thinking part came after text: the next text starts a new run
 
     def feed(self, event: dict[str, Any]) -> None:
         """Take one decoded chunk."""
-        problem = error_message(event)
-        if problem is not None:
-            raise context_rejection(None, event) or ProviderError(f"model stream reported an error: {problem}")
         for key in ("id", "model", "created", "system_fingerprint"):
             if key in event and key not in self._meta:
                 self._meta[key] = event[key]
         if event.get("usage") is not None:
             self._usage = event["usage"]
+        problem = error_message(event)
+        if problem is not None:
+            self._error = event["error"]
+            raise context_rejection(None, event) or ProviderError(f"model stream reported an error: {problem}")
         for choice in event.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            text = delta.get("content")
-            if isinstance(text, str) and text:
-                self._text.append(text)
-                self._on_text(text)
+            self._content(delta.get("content"))
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str) and refusal:
+                # The refusal is the answer's last run: apart from any text before it, as parsed.
+                shown = refusal if self._refusal else block_break("".join(self._text), refusal) + refusal
+                self._refusal.append(refusal)
+                self._on_text(shown)
             reasoning = delta.get("reasoning_content")
             if isinstance(reasoning, str):
                 self._reasoning.append(reasoning)
@@ -219,20 +285,43 @@ class _ChatStream:
             if choice.get("finish_reason"):
                 self._finish = choice["finish_reason"]
 
+    def _content(self, content: Any) -> None:
+        if isinstance(content, str):
+            self._add_text(content)
+            return
+        for part in content if isinstance(content, list) else []:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text" and isinstance(part.get("text"), str):
+                self._add_text(part["text"])
+            elif kind == "thinking":
+                self._reasoning.append(_thinking_text(part.get("thinking")))
+                self._separated = bool(self._text)
+
+    def _add_text(self, text: str) -> None:
+        if not text:
+            return
+        if self._separated:
+            text = block_break("".join(self._text), text) + text
+            self._separated = False
+        self._text.append(text)
+        self._on_text(text)
+
     def _add_call_delta(self, call: dict[str, Any]) -> None:
         index = call.get("index", len(self._calls))
         slot = self._calls.setdefault(index, {"id": None, "name": "", "arguments": []})
         if call.get("id"):
             slot["id"] = call["id"]
         function = call.get("function") or {}
-        if function.get("name"):
-            slot["name"] += function["name"]
+        if function.get("name") and not slot["name"]:
+            slot["name"] = function["name"]
         if isinstance(function.get("arguments"), str):
             slot["arguments"].append(function["arguments"])
 
     def raw(self) -> dict[str, Any]:
         """The chat.completion body the events so far amount to (not validated; for after_response)."""
         message: dict[str, Any] = {"role": "assistant", "content": "".join(self._text) if self._text else None}
+        if self._refusal:
+            message["refusal"] = "".join(self._refusal)
         if self._calls:
             message["tool_calls"] = [
                 {
@@ -251,10 +340,14 @@ class _ChatStream:
         }
         if self._usage is not None:
             raw["usage"] = self._usage
+        if self._error is not None:
+            raw["error"] = self._error
         return raw
 
-    def finish(self) -> ModelReply:
-        """The assembled reply; a stream that never said why it stopped is incomplete."""
-        if self._finish is None:
-            raise ProviderError("model stream ended without a finish_reason (incomplete answer)")
+    def finish(self, *, ended: bool = False) -> ModelReply:
+        """The assembled reply. A stream that reached ``[DONE]`` is complete even without a
+        finish_reason (inferred from the content); one that did not, and never said why it
+        stopped, was cut."""
+        if self._finish is None and not ended:
+            raise ProviderError("model stream ended without a finish_reason or [DONE] (incomplete answer)")
         return self._adapter.parse_response(self.raw())

@@ -6,9 +6,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from ..errors import ProviderError
 
-# Fields the adapter owns on every wire body: extra_body may add fields, never replace these.
+# The longest upstream reason (OpenRouter's error.metadata.raw) an error message quotes.
+UPSTREAM_REASON_CHARS = 500
 # Fields of a request body the core controls; extra_body (config.json) may never set them.
 RESERVED_FIELDS = frozenset(
     {
@@ -38,16 +41,24 @@ class ModelReply:
     finish_reason: str
     usage: dict[str, int | None] | None
     raw: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    """What the adapter read beyond the wire's own fields: ``finish_inferred`` (the server never said
+    why it stopped; the complete body or the stream's ``[DONE]`` did, so the reason was taken from
+    the content), ``refusal`` (the answer is the model's refusal)."""
 
 
 class StreamParser(Protocol):
-    """Incremental reader of one streamed answer: feed decoded SSE events, then finish."""
+    """Incremental reader of one streamed answer: feed decoded SSE events, then finish.
+
+    ``ended`` tells ``finish`` that the stream reached its end marker (``data: [DONE]``): a stream
+    that ended so is complete even when it never named a finish reason; one that did not was cut.
+    """
 
     def feed(self, event: dict[str, Any]) -> None: ...
 
     def raw(self) -> dict[str, Any]: ...
 
-    def finish(self) -> ModelReply: ...
+    def finish(self, *, ended: bool = False) -> ModelReply: ...
 
 
 class Adapter(Protocol):
@@ -146,7 +157,43 @@ def error_message(body: dict[str, Any]) -> str | None:
     """The provider's error message in an error-shaped body (OpenAI and Anthropic), else None."""
     error = body.get("error")
     if isinstance(error, dict):
-        return str(error.get("message") or error.get("type") or "unknown error")
+        return str(error.get("message") or error.get("type") or "unknown error") + upstream_reason(error)
     if isinstance(error, str):
         return error
     return None
+
+
+def upstream_reason(error: dict[str, Any]) -> str:
+    """`` (provider: reason)`` from OpenRouter's ``error.metadata.raw``, bounded; "" when absent.
+
+    OpenRouter says only "Provider returned error" and puts the upstream's own reason (a rate limit,
+    a refused parameter) in ``metadata.raw``. Nothing else of ``metadata`` is shown: it may carry
+    the upstream's response headers.
+    """
+    metadata = error.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if raw is None or raw == "":
+        return ""
+    text = " ".join((raw if isinstance(raw, str) else orjson.dumps(raw).decode()).split())
+    if len(text) > UPSTREAM_REASON_CHARS:
+        text = text[:UPSTREAM_REASON_CHARS] + " ..."
+    provider = metadata.get("provider_name") if isinstance(metadata, dict) else None
+    return f" ({provider}: {text})" if isinstance(provider, str) and provider else f" ({text})"
+
+
+def block_break(before: str, after: str) -> str:
+    """The newlines that keep two text runs apart which another block (a tool call, thinking, search
+    results, another response) separated: a paragraph break, counting the newlines they already have."""
+    if not before or not after:
+        return ""
+    have = len(before) - len(before.rstrip("\n")) + len(after) - len(after.lstrip("\n"))
+    return "\n" * max(0, 2 - have)
+
+
+def joined_runs(runs: Iterable[str]) -> str:
+    """Text runs (each the text between two non-text blocks) joined with ``block_break``; adjacent
+    text blocks (Anthropic's citation pieces) belong to one run and are joined as they are."""
+    text = ""
+    for run in runs:
+        text += block_break(text, run) + run
+    return text
