@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from test_plan import histories
 
 from i_compact.fit import CutEstimates, FitBudget, fit_cut, newest_real_user
-from i_compact.history import boundaries
+from i_compact.history import approx_size, boundaries
 from i_compact.plan import choose_cut, is_valid_cut
 from i_compact.worker import CANONICAL_BYTES, bounds_for_prefix, worker
 
@@ -239,6 +239,29 @@ def test_local_mode_allows_for_the_local_summary_bound(dirs: dict[str, str]) -> 
     cut = data["cut"]
     prepared = call("before_compact", {"messages": history[1:cut], "cut": cut, "state": data["state"]}, dirs)["data"]
     assert len(prepared["summary"].encode()) <= critical + CANONICAL_BYTES
+
+
+def test_a_small_window_gives_the_local_summary_the_room_left_beside_the_suffix(dirs: dict[str, str]) -> None:
+    # A 4k-class window (measured against a real llama-server: the 12th turn failed before this):
+    # the usual local bound does not fit beside the keep_recent suffix, a smaller one does. The cut
+    # holds, and the local summary is written within the room the plan left.
+    Path(dirs["config_dir"], "compact.json").write_text('{"mode": "local", "keep_recent": 4}')
+    history = [system(), user("Port the lexer. Never push to main. " + "The build log says ok. " * 400)]
+    history += [assistant("a1"), assistant("a2"), *small_history()[4:]]
+    base = choose_cut(history, 4, None).cut
+    assert base is not None
+    _, critical = bounds_for_prefix(sum(approx_size(m) for m in history[1:base]), 8000)
+    room = 120  # tokens: less than the usual bound (critical + tags) at RATE
+    assert room < math.ceil((critical + CANONICAL_BYTES) * RATE)
+    capacity = FIXED + room + suffix_of(history, base)
+    data = plan(dirs, history, budget_result(history, capacity))
+    assert data["cut"] == base, data
+    cap = data["state"]["local_max_bytes"]
+    assert cap == int(room / RATE) - CANONICAL_BYTES
+    prepared = call("before_compact", {"messages": history[1:base], "cut": base, "state": data["state"]}, dirs)["data"]
+    summary = prepared["summary"]
+    assert len(summary.encode()) <= cap + CANONICAL_BYTES
+    assert "Never push to main." in summary  # the ledger comes first, within the bound
 
 
 def test_local_summary_bytes_are_bounded_for_wide_characters(dirs: dict[str, str]) -> None:

@@ -205,6 +205,9 @@ def _planned(
     allowance = _summary_max_tokens(state, choice, budget_result)
     if allowance is not None:
         state["summary_max_tokens"] = allowance
+    local_cap = _local_max_bytes(state, choice)
+    if local_cap is not None:
+        state["local_max_bytes"] = local_cap
     state["sizes"] = {
         "system": sizes[0] if sizes else 0,
         "prefix": sum(sizes[1:cut]),
@@ -233,6 +236,18 @@ def _planned(
     out.pop("reason", None)
     out.update(cut=cut, state=state)
     return out
+
+
+def _local_max_bytes(state: dict[str, Any], choice: Any) -> int | None:
+    """The local summary body's byte bound when the plan gave it less room than its usual bound."""
+    if (state.get("policy") or {}).get("mode") != "local":
+        return None
+    planned = (choice.info or {}).get("chosenCandidate") or (choice.info or {}).get("keepRecentCandidate") or {}
+    allowance = planned.get("summaryAllowance")
+    tokens_per_byte = (choice.info or {}).get("tokensPerByte")
+    if not _count(allowance) or not isinstance(tokens_per_byte, int | float) or tokens_per_byte <= 0:
+        return None
+    return max(LOCAL_FLOOR, int(allowance / tokens_per_byte) - CANONICAL_BYTES)
 
 
 def _summary_max_tokens(state: dict[str, Any], choice: Any, budget_result: dict[str, Any] | None) -> int | None:
@@ -305,10 +320,18 @@ def _fit_budget(
 
     carried = carried_record(history[1:2])
 
+    floor = summary_tokens(LOCAL_FLOOR + CANONICAL_BYTES, rate)
+
     def local_allowance(cut: int) -> int:
-        # The local route caps its body at critical_chars UTF-8 bytes (see local_bounds).
+        # The local route caps its body at critical_chars UTF-8 bytes (see local_bounds). In a
+        # small window that much may not fit beside the suffix: the summary then gets the room
+        # that is left (never below the floor), and before_compact bounds the body by it.
         _, critical = bounds_for_prefix(prefix[min(cut, len(sizes))], config.local_max_chars, carried)
-        return summary_tokens(critical + CANONICAL_BYTES, rate)
+        full = summary_tokens(critical + CANONICAL_BYTES, rate)
+        suffix = estimates.suffix.get(cut)
+        if suffix is None:
+            return full
+        return max(floor, min(full, capacity - estimates.fixed_tokens - suffix))
 
     return FitBudget(capacity, estimates, local_allowance)
 
@@ -358,6 +381,9 @@ def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
 
         analysis = analyse(messages, facts_only=True)
         max_chars, critical_chars = local_bounds(messages, config.local_max_chars, _planned_prefix(state, data))
+        cap = state.get("local_max_bytes") if state.get("cut") == data.get("cut") else None
+        if _count(cap):  # the room the plan left beside the suffix in a small window
+            max_chars, critical_chars = min(max_chars, cap), min(critical_chars, cap)
         body = local_summary(
             messages,
             analysis,
