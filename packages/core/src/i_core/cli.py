@@ -233,6 +233,20 @@ def cmd_cache_report(args: argparse.Namespace) -> int:
     return subprocess.run(argv, env=worker_environment(paths), cwd=where.get("cwd")).returncode
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Run the contract suite against an implementation of a module (``i_core.check``)."""
+    from .check import run_command
+
+    return run_command(args.module, exec_argv=args.exec, cwd=args.cwd, json=args.json)
+
+
+def cmd_versions(args: argparse.Namespace) -> int:
+    """Show every module's program, package, version and protocol (``i_core.versions``)."""
+    from .versions import run_command
+
+    return run_command(json=args.json)
+
+
 def _runtime_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="i --runtime", description="Runtime commands of i.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -274,6 +288,20 @@ def _runtime_parser() -> argparse.ArgumentParser:
     report.add_argument("--config", metavar="FILE", help="cache.json to use (default: config_dir/cache.json)")
     report.add_argument("--json", action="store_true", help="machine-readable output")
     report.set_defaults(func=cmd_cache_report)
+    check = sub.add_parser("check", help="run the contract suite against a module's implementation (exit 0: all pass)")
+    check.add_argument("module", metavar="MODULE", help="the module, e.g. compact")
+    check.add_argument("--cwd", metavar="DIR", help="the worker's folder (default: the current one with --exec)")
+    check.add_argument("--json", action="store_true", help="machine-readable output")
+    check.add_argument(
+        "--exec",
+        nargs=argparse.REMAINDER,
+        metavar="ARGV",
+        help="the program to check instead (last option: the rest is its argv)",
+    )
+    check.set_defaults(func=cmd_check)
+    versions = sub.add_parser("versions", help="every module's program, package, version and protocol")
+    versions.add_argument("--json", action="store_true", help="machine-readable output")
+    versions.set_defaults(func=cmd_versions)
     sub.add_parser("worker", help="run a worker bundled in the core: approval, prompts, skills, steering")
     return parser
 

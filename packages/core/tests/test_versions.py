@@ -1,0 +1,102 @@
+"""`i --runtime versions`: each module's program, package, version and protocol, read without a
+session (`PROGRAM --version` of real installed and bound workers)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from i_core import versions
+from i_core.__about__ import __version__
+from i_protocol import PROTOCOL_VERSION
+
+CORE = [sys.executable, "-m", "i_core"]
+
+
+def rows(dirs) -> dict[str, versions.ModuleVersion]:
+    return {r.module: r for r in versions.module_versions(dirs["config"])}
+
+
+def installed(package: str) -> str:
+    """The version in an installed worker's source (its metadata may be stale in an editable install)."""
+    return str(pytest.importorskip(f"{package}.__about__").__version__)
+
+
+def test_installed_workers_report_their_own_versions(dirs):
+    found = rows(dirs)
+    for module, dist in (("budget", "i-worker-budget"), ("compact", "i-worker-compact"), ("web", "i-worker-web")):
+        row = found[module]
+        expected = installed(f"i_{module}")
+        assert (row.status, row.package, row.version, row.protocol) == ("installed", dist, expected, PROTOCOL_VERSION)
+        assert row.exec is not None and row.exec[0].endswith("i-" + module)
+    assert (found["approval"].status, found["approval"].version) == ("bundled", __version__)
+    assert found["responses"].status == "unavailable" and not found["responses"].selected
+
+
+def test_selection_follows_plugins_json(dirs):
+    (dirs["config"] / "plugins.json").write_bytes(orjson.dumps({"profile": "compact", "disabled": ["budget"]}))
+    selected = {m for m, r in rows(dirs).items() if r.selected}
+    assert selected == {"compact", "steering"}
+
+
+def test_a_bound_worker_is_asked_for_its_version(dirs, tmp_path):
+    script = tmp_path / "my-compactor"
+    script.write_text(f"#!{sys.executable}\nprint('my-compactor 2.3.4 (i-protocol 1)')\n")
+    script.chmod(0o755)
+    garbage = tmp_path / "noisy"
+    garbage.write_text(f"#!{sys.executable}\nprint('hello')\n")
+    garbage.chmod(0o755)
+    bindings = {"compact": {"exec": [str(script)]}, "budget": {"exec": [str(garbage)]}}
+    (dirs["config"] / "bindings.json").write_bytes(orjson.dumps(bindings))
+    found = rows(dirs)
+    assert (found["compact"].status, found["compact"].package, found["compact"].version) == (
+        "bound",
+        "my-compactor",
+        "2.3.4",
+    )
+    assert found["budget"].status == "bound" and found["budget"].version is None
+    assert "answered 'hello'" in (found["budget"].problem or "")
+    result = subprocess.run([*CORE, "--runtime", "versions"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 6  # a selected module whose version cannot be read
+
+
+def test_a_missing_worker_names_the_package(dirs, monkeypatch):
+    monkeypatch.setattr(versions, "find_script", lambda script: None if script == "i-web" else f"/bin/{script}")
+    monkeypatch.setattr(versions, "ask_version", lambda argv, cwd=None: ("pkg", "1", "1", None))
+    web = rows(dirs)["web"]
+    assert (web.status, web.exec, web.problem) == ("missing", None, "run `pipx install i-worker-web`")
+
+
+@pytest.mark.parametrize(
+    ("line", "parsed"),
+    [
+        ("i-worker-budget 0.2.0 (i-protocol 1)", ("i-worker-budget", "0.2.0", "1")),
+        ("i-core approval 0.1.0 (i-protocol 1)\n", ("i-core approval", "0.1.0", "1")),
+        ("budget 1.0", None),
+        ("", None),
+    ],
+)
+def test_version_lines(line, parsed):
+    assert versions.parse_version_line(line) == parsed
+
+
+def test_the_command_prints_json_and_a_table(dirs):
+    memory = installed("i_memory")
+    result = subprocess.run([*CORE, "--runtime", "versions", "--json"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["core"] == {
+        "package": "i-core",
+        "version": __version__,
+        "protocol": PROTOCOL_VERSION,
+        "python": sys.executable,
+    }
+    by_module = {m["module"]: m for m in document["modules"]}
+    assert by_module["memory"]["version"] == memory
+    table = subprocess.run([*CORE, "--runtime", "versions"], capture_output=True, text=True, timeout=60)
+    assert table.returncode == 0
+    assert any(line.split()[:3] == ["cache", "yes", "installed"] for line in table.stdout.splitlines())
