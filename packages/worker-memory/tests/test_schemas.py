@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 from memory_harness import EXE
 
+from i_memory.__about__ import __version__
 from i_memory.schemas import TOOLS
 from i_memory.worker import worker
 
@@ -41,7 +42,7 @@ def test_cli_prints_the_same_json() -> None:
 
 def test_version_names_the_distribution_and_protocol() -> None:
     done = subprocess.run([str(EXE), "--version"], capture_output=True, check=True, timeout=30)
-    assert done.stdout.decode().startswith("i-worker-memory 0.1.0 (i-protocol ")
+    assert done.stdout.decode().startswith(f"i-worker-memory {__version__} (i-protocol ")
 
 
 def test_readme_documents_the_schemas_verbatim() -> None:

@@ -14,6 +14,7 @@ from loopback import Server, send
 
 from i_protocol import ErrorFrame
 from i_protocol.host import WorkerProcess
+from i_web.__about__ import __version__
 from i_web.schemas import TOOLS
 
 EXE = Path(sys.executable).parent / "i-web"
@@ -69,7 +70,7 @@ def write_config(dirs: dict[str, str], data: dict[str, Any]) -> None:
 
 def test_version_and_schemas_commands() -> None:
     version = subprocess.run([str(EXE), "--version"], capture_output=True, text=True, check=True)
-    assert version.stdout.startswith("i-worker-web 0.1.0 (i-protocol")
+    assert version.stdout.startswith(f"i-worker-web {__version__} (i-protocol")
     schemas = subprocess.run([str(EXE), "schemas"], capture_output=True, text=True, check=True)
     assert json.loads(schemas.stdout) == TOOLS
     assert [t["name"] for t in TOOLS] == ["web_fetch", "web_search"]
