@@ -158,15 +158,18 @@ def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
         fit_budget = _fit_budget(config, budget_result, estimates, sizes, history)
         if estimates is not None and fit_budget is None:
             common["cutEstimates"] = "unusable: budget_result has no capacity/output_reserve"
+        previous_cut = previous_attempt["cut"] if previous_attempt else None
+        over = (budget_result or {}).get("fits") is False
         choice = fit_cut(
-            history,
-            ok,
-            base,
-            config.keep_recent,
-            fit_budget,
-            previous_cut=previous_attempt["cut"] if previous_attempt else None,
-            over_capacity=(budget_result or {}).get("fits") is False,
+            history, ok, base, config.keep_recent, fit_budget, previous_cut=previous_cut, over_capacity=over
         )
+        if choice.cut is None and choice.reason == SUFFIX_OVER_BUDGET and config.mode == "local":
+            # No cut fits with the usual local bound: a small window. Give the summary the room
+            # left beside the suffix (never below its floor) and plan again.
+            squeezed = _fit_budget(config, budget_result, estimates, sizes, history, squeeze=True)
+            choice = fit_cut(
+                history, ok, base, config.keep_recent, squeezed, previous_cut=previous_cut, over_capacity=over
+            )
         reason = (choice.reason or "no_safe_cut") if choice.cut is None else None
     if reason is not None or choice is None or choice.cut is None:
         reason = reason or "no_safe_cut"
@@ -288,6 +291,8 @@ def _fit_budget(
     estimates: Any,
     sizes: list[int],
     history: list[dict[str, Any]],
+    *,
+    squeeze: bool = False,
 ) -> Any:
     """The fit check's budget, or None when the budget result cannot support one (as today)."""
     from .fit import FitBudget, summary_tokens
@@ -323,15 +328,15 @@ def _fit_budget(
     floor = summary_tokens(LOCAL_FLOOR + CANONICAL_BYTES, rate)
 
     def local_allowance(cut: int) -> int:
-        # The local route caps its body at critical_chars UTF-8 bytes (see local_bounds). In a
-        # small window that much may not fit beside the suffix: the summary then gets the room
-        # that is left (never below the floor), and before_compact bounds the body by it.
+        # The local route caps its body at critical_chars UTF-8 bytes (see local_bounds). With
+        # ``squeeze`` (no cut fits so: a small window), the summary gets the room left beside the
+        # suffix instead (never below the floor), and before_compact bounds the body by it.
         _, critical = bounds_for_prefix(prefix[min(cut, len(sizes))], config.local_max_chars, carried)
         full = summary_tokens(critical + CANONICAL_BYTES, rate)
         suffix = estimates.suffix.get(cut)
-        if suffix is None:
+        if suffix is None or not squeeze:
             return full
-        return max(floor, min(full, capacity - estimates.fixed_tokens - suffix))
+        return max(floor, min(full, int(capacity) - int(estimates.fixed_tokens) - int(suffix)))
 
     return FitBudget(capacity, estimates, local_allowance)
 
