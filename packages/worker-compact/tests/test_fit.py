@@ -15,7 +15,7 @@ from test_plan import histories
 from i_compact.fit import CutEstimates, FitBudget, fit_cut, newest_real_user
 from i_compact.history import approx_size, boundaries
 from i_compact.plan import choose_cut, is_valid_cut
-from i_compact.worker import CANONICAL_BYTES, bounds_for_prefix, worker
+from i_compact.worker import CANONICAL_BYTES, SQUEEZE_SHARE, bounds_for_prefix, worker
 
 RATE = 0.25
 FIXED = 100
@@ -251,13 +251,13 @@ def test_a_small_window_gives_the_local_summary_the_room_left_beside_the_suffix(
     base = choose_cut(history, 4, None).cut
     assert base is not None
     _, critical = bounds_for_prefix(sum(approx_size(m) for m in history[1:base]), 8000)
-    room = 120  # tokens: less than the usual bound (critical + tags) at RATE
+    room = 150  # tokens: less than the usual bound (critical + tags) at RATE
     assert room < math.ceil((critical + CANONICAL_BYTES) * RATE)
     capacity = FIXED + room + suffix_of(history, base)
     data = plan(dirs, history, budget_result(history, capacity))
     assert data["cut"] == base, data
     cap = data["state"]["local_max_bytes"]
-    assert cap == int(room / RATE) - CANONICAL_BYTES
+    assert cap == int(int(room * SQUEEZE_SHARE) / RATE) - CANONICAL_BYTES
     prepared = call("before_compact", {"messages": history[1:base], "cut": base, "state": data["state"]}, dirs)["data"]
     summary = prepared["summary"]
     assert len(summary.encode()) <= cap + CANONICAL_BYTES

@@ -336,7 +336,8 @@ def _fit_budget(
         suffix = estimates.suffix.get(cut)
         if suffix is None or not squeeze:
             return full
-        return max(floor, min(full, int(capacity) - int(estimates.fixed_tokens) - int(suffix)))
+        room = int(capacity) - int(estimates.fixed_tokens) - int(suffix)
+        return max(floor, min(full, int(room * SQUEEZE_SHARE)))
 
     return FitBudget(capacity, estimates, local_allowance)
 
@@ -414,6 +415,9 @@ LOCAL_MIN_CHARS = 1000
 LOCAL_REDUCTION = 5  # the local summary aims at no more than a fifth of what it replaces
 LOCAL_CRITICAL_MAX = PREVIOUS_SUMMARY_MAX
 LOCAL_FLOOR = 200
+SQUEEZE_SHARE = 0.8
+"""Of the room beside the suffix, what a squeezed local summary is planned at: the plan counts it at
+the prefix's average density, the core's check at the summary's own (ids and symbols are denser)."""
 """The smallest local bound (bytes): room for a state record with a short request and counts."""
 
 
