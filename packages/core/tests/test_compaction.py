@@ -19,19 +19,24 @@ LONG = "word " * 400  # ~2 KB per user turn
 
 
 @pytest.fixture
+def env_of(dirs: dict[str, Path]) -> dict[str, str]:
+    """This process's environment with the four ``I_*_DIR`` of the test."""
+    return {
+        **os.environ,
+        "I_CONFIG_DIR": str(dirs["config"]),
+        "I_DATA_DIR": str(dirs["data"]),
+        "I_CACHE_DIR": str(dirs["cache"]),
+        "I_RUNTIME_DIR": str(dirs["runtime"]),
+    }
+
+
 def setup(dirs, project, tmp_path, write_manifest):
     behaviour = tmp_path / "behaviour.json"
     behaviour.write_text("{}")
     worker = [sys.executable, str(HERE / "workers" / "fake_compactor.py"), str(behaviour)]
     events = ["context_budget", "compact_plan", "before_compact", "after_compact", "after_compact_commit"]
     manifest = write_manifest({"hooks": [{"events": events, "exec": worker}]})
-    env = dict(
-        os.environ,
-        I_CONFIG_DIR=str(dirs["config"]),
-        I_DATA_DIR=str(dirs["data"]),
-        I_CACHE_DIR=str(dirs["cache"]),
-        I_RUNTIME_DIR=str(dirs["runtime"]),
-    )
+    env = env_of(dirs)
 
     class Setup:
         def behave(self, **conf):
@@ -179,13 +184,7 @@ def test_no_compactor_means_no_fallback(setup, tmp_path, dirs, project):
     )
     with ScriptedModel([{"text": "never"}]) as model:
         (dirs["config"] / "config.json").write_bytes(orjson.dumps({"base_url": model.base_url, "model": "m"}))
-        env = dict(
-            os.environ,
-            I_CONFIG_DIR=str(dirs["config"]),
-            I_DATA_DIR=str(dirs["data"]),
-            I_CACHE_DIR=str(dirs["cache"]),
-            I_RUNTIME_DIR=str(dirs["runtime"]),
-        )
+        env = env_of(dirs)
         result = subprocess.run(
             [sys.executable, "-m", "i_core", "-C", str(project), "--manifest", str(manifest), "hi"],
             env=env,
