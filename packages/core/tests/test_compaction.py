@@ -18,7 +18,6 @@ HERE = Path(__file__).parent
 LONG = "word " * 400  # ~2 KB per user turn
 
 
-@pytest.fixture
 def env_of(dirs: dict[str, Path]) -> dict[str, str]:
     """This process's environment with the four ``I_*_DIR`` of the test."""
     return {
@@ -30,6 +29,7 @@ def env_of(dirs: dict[str, Path]) -> dict[str, str]:
     }
 
 
+@pytest.fixture
 def setup(dirs, project, tmp_path, write_manifest):
     behaviour = tmp_path / "behaviour.json"
     behaviour.write_text("{}")
