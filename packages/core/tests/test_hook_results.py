@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from i_core.errors import HookResultError, ModelError
@@ -189,3 +191,34 @@ def test_a_history_the_answer_did_not_touch_is_not_validated_again():
     assert CHECKS["before_save"]({"messages": own}, {"messages": own}) is own
     with pytest.raises(HookResultError):
         CHECKS["before_save"]({"messages": list(own)}, {"messages": own})
+
+
+def test_a_tool_answer_may_report_its_failure_as_a_result():
+    assert CHECKS["tool"]({"output": "boom", "is_error": True}, {}) == ToolResult("boom", [], is_error=True)
+    with pytest.raises(HookResultError, match="returned is_error 'yes', not true or false"):
+        CHECKS["tool"]({"output": "boom", "is_error": "yes"}, {})
+
+
+def test_tools_list_gives_the_announced_schemas_with_only_their_model_facing_fields():
+    tool = {"name": "mcp__s__t", "description": "d", "parameters": {"type": "object"}, "exec": ["/bin/sh"]}
+    assert CHECKS["tools_list"]({"tools": [tool]}, {"tools": []}) == (
+        {"name": "mcp__s__t", "description": "d", "parameters": {"type": "object"}},
+    )
+    assert CHECKS["tools_list"]({}, {"tools": []}) == ()
+
+
+@pytest.mark.parametrize(
+    "tools, problem",
+    [
+        ({"name": "x"}, "returned tools that are not a list"),
+        ([{"name": "a.b", "parameters": {"type": "object"}}], "announced tools[0] with name 'a.b', not 1-64"),
+        ([{"name": "x" * 65, "parameters": {"type": "object"}}], "not 1-64 characters"),
+        ([{"name": "shell", "parameters": {"type": "object"}}], "would shadow the built-in tool"),
+        ([{"name": "t", "parameters": {"type": "object"}}] * 2, "announced tool 't' twice"),
+        ([{"name": "t", "parameters": {"type": "string"}}], 'parameters are not a JSON schema with "type": "object"'),
+        ([{"name": "t", "description": 3, "parameters": {"type": "object"}}], "a description that is not a string"),
+    ],
+)
+def test_a_tools_list_answer_that_breaks_the_rules_is_refused(tools, problem):
+    with pytest.raises(HookResultError, match=re.escape(problem)):
+        CHECKS["tools_list"]({"tools": tools}, {"tools": []})

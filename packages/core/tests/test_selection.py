@@ -174,3 +174,16 @@ def test_unavailable_module_is_a_clear_error(dirs):
 
 def test_load_bindings_absent_is_empty(dirs):
     assert load_bindings(dirs["config"]) == {}
+
+
+def test_profiles_select_mcp_only_when_mcp_json_names_servers_to_run(dirs, fake_workers):
+    def modules(profile: str, disabled: tuple[str, ...] = ()) -> list[str]:
+        manifest = generate_manifest(profile, dirs["config"], disabled=["responses", *disabled])
+        return [hook["module"] for hook in manifest["hooks"]]
+
+    assert "mcp" not in modules("standard") and "mcp" not in modules("full") and modules("mcp") == []
+    write(dirs["config"] / "mcp.json", {"mcpServers": {}})
+    assert "mcp" in modules("standard") and "mcp" in modules("full") and modules("mcp") == ["mcp"]
+    assert "mcp" not in modules("standard", ("mcp",))
+    (mcp,) = generate_manifest("mcp", dirs["config"])["hooks"]
+    assert mcp["events"] == ["tools_list"] and mcp["exec"] == [str(fake_workers / "i-mcp")]

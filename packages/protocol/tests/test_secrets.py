@@ -93,10 +93,26 @@ def test_the_public_api_is_pinned() -> None:
             "SecretMatch",
             "contains_secret",
             "find_secrets",
+            "looks_like_credential",
             "may_contain_secret",
             "redact",
         ]
     )
+
+
+@pytest.mark.parametrize("name", ["api_key", "OPENAI_API_KEY", "x-api-key", "github_token", "Client-Secret", "auth"])
+def test_a_credential_looking_name_is_recognised(name: str) -> None:
+    assert secrets.looks_like_credential(name)
+
+
+@pytest.mark.parametrize("name", ["max_tokens", "tokenizer", "prompt_cache_key", "stop_token_ids", "api_key_env"])
+def test_a_name_that_holds_something_else_is_not(name: str) -> None:
+    assert not secrets.looks_like_credential(name)
+
+
+def test_a_url_query_has_more_credential_names() -> None:
+    assert secrets.looks_like_credential("X-Amz-Signature", query=True)
+    assert not secrets.looks_like_credential("X-Amz-Signature")
 
 
 def test_overlapping_finds_become_one_span_named_by_the_first_pattern() -> None:

@@ -21,52 +21,6 @@ from .providers.reply import RESERVED_FIELDS
 
 PROTOCOLS = ("openai", "deepseek", "anthropic", "responses")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-# Credential-looking names, compared after lowercasing and dropping "-" and "_": an exact match, or
-# a name ending in one of the suffixes (``openai_api_key``, ``x-api-key``, ``github_token``,
-# ``client_secret``). ``max_tokens``, ``tokenizer``, ``prompt_cache_key`` and ``stop_token_ids`` pass.
-_SECRET_NAMES = frozenset(
-    {
-        "apikey",
-        "key",
-        "token",
-        "accesstoken",
-        "secret",
-        "password",
-        "passwd",
-        "passphrase",
-        "authorization",
-        "auth",
-        "bearer",
-        "credential",
-        "credentials",
-        "cookie",
-        "privatekey",
-        "sessionid",
-    }
-)
-_SECRET_SUFFIXES = (
-    "apikey",
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "authorization",
-    "credentials",
-    "privatekey",
-    "bearer",
-)
-# A URL's query carries credentials under a few more names: signed URLs (``sig``, ``signature``,
-# ``X-Amz-Signature``, ``X-Goog-Signature``) and OAuth codes.
-_SECRET_QUERY_NAMES = _SECRET_NAMES | {
-    "sig",
-    "signature",
-    "code",
-    "xamzsignature",
-    "xgoogsignature",
-    "xamzcredential",
-    "xamzsecuritytoken",
-}
-_SECRET_QUERY_SUFFIXES = (*_SECRET_SUFFIXES, "signature")
 _NO_CREDENTIALS = (
     "never store credentials in the config; put the key in an environment variable and name it in api_key_env"
 )
@@ -125,15 +79,12 @@ def origin_of(url: str) -> tuple[str, str]:
     return (parts.scheme.lower(), f"{(parts.hostname or '').lower()}:{port}")
 
 
-def _normal(name: str) -> str:
-    return name.lower().replace("-", "").replace("_", "")
+def _credential_name(name: str, *, query: bool = False) -> bool:
+    # The one name rule lives in i_protocol.secrets (the MCP worker applies it to env names); it is
+    # imported here, on the first check, so that a run never compiles the secret table it does not use.
+    from i_protocol.secrets import looks_like_credential
 
-
-def looks_like_credential(name: str, *, query: bool = False) -> bool:
-    """True when a field (or, with ``query``, a URL query parameter) name looks like it holds a secret."""
-    normal = _normal(name)
-    names, suffixes = (_SECRET_QUERY_NAMES, _SECRET_QUERY_SUFFIXES) if query else (_SECRET_NAMES, _SECRET_SUFFIXES)
-    return normal in names or normal.endswith(suffixes)
+    return looks_like_credential(name, query=query)
 
 
 def _credential_field(value: object, where: str) -> str | None:
@@ -141,7 +92,7 @@ def _credential_field(value: object, where: str) -> str | None:
     if isinstance(value, dict):
         for key, item in value.items():
             path = f"{where}.{key}" if where else str(key)
-            if looks_like_credential(str(key)):
+            if _credential_name(str(key)):
                 return path
             found = _credential_field(item, path)
             if found is not None:
@@ -157,7 +108,7 @@ def _credential_field(value: object, where: str) -> str | None:
 def _refuse_credentials(raw: dict[str, Any], source: str) -> None:
     """A ConfigError for any credential-looking field or base_url query parameter; never shows a value."""
     for key in raw:
-        if key != "api_key_env" and looks_like_credential(str(key)):
+        if key != "api_key_env" and _credential_name(str(key)):
             raise ConfigError(f"{source}: {key!r} is not allowed: {_NO_CREDENTIALS}")
     for name in ("extra_body", "budget"):
         found = _credential_field(raw.get(name), name)
@@ -171,7 +122,7 @@ def _refuse_credentials(raw: dict[str, Any], source: str) -> None:
             return  # reported with the other base_url checks
         for text in (parts.query, parts.fragment):
             for key, _value in parse_qsl(text, keep_blank_values=True):
-                if looks_like_credential(key, query=True):
+                if _credential_name(key, query=True):
                     raise ConfigError(
                         f"{source}: base_url has a query parameter {key!r} that looks like a credential: "
                         f"{_NO_CREDENTIALS}"

@@ -1,4 +1,7 @@
-"""The lifecycle events of the hook contract (SPEC §3.4) and the built-in tool names."""
+"""The lifecycle events of the hook contract (SPEC §3.4) and the built-in tool names.
+
+``tools_list`` is sent once at start: a worker may announce tools it found at run time (MCP).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ EVENTS: tuple[str, ...] = (
     "before_save",
     "after_save",
     "finish",
+    "tools_list",
 )
 
 BUILTIN_TOOLS: tuple[str, ...] = ("read", "write", "edit", "glob", "search", "shell", "view_image")

@@ -87,6 +87,8 @@ class ToolResult:
 
     output: str
     images: list[Any] = field(default_factory=list)
+    is_error: bool = False
+    """The worker reports a failure as a result (``"is_error": true``) and stays up."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +220,41 @@ def _tool(answer: dict[str, Any], sent: dict[str, Any]) -> ToolResult:
     if not isinstance(output, str):
         raise HookResultError("returned no text output")
     images = answer.get("images")
-    return ToolResult(output, [] if images is None else images)
+    is_error = answer.get("is_error", False)
+    if not isinstance(is_error, bool):
+        raise HookResultError(f"returned is_error {is_error!r}, not true or false")
+    return ToolResult(output, [] if images is None else images, is_error)
+
+
+def _tools_list(answer: dict[str, Any], sent: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The announced tools' schemas (name, description, parameters only), each checked like a manifest tool's."""
+    from .manifest import TOOL_NAME
+    from .tools import BUILTIN_NAMES
+
+    tools = answer.get("tools", [])
+    if not isinstance(tools, list):
+        raise HookResultError("returned tools that are not a list of tool schemas")
+    schemas: dict[str, dict[str, Any]] = {}
+    for index, tool in enumerate(tools):
+        name = tool.get("name") if isinstance(tool, dict) else None
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+            raise HookResultError(
+                f"announced tools[{index}] with name {name!r}, not 1-64 characters of A-Z a-z 0-9 _ -"
+            )
+        if name in BUILTIN_NAMES:
+            raise HookResultError(f"announced tool {name!r}, which would shadow the built-in tool of that name")
+        if name in schemas:
+            raise HookResultError(f"announced tool {name!r} twice")
+        description = tool.get("description", "")
+        parameters = tool.get("parameters")
+        if not isinstance(description, str):
+            raise HookResultError(f"announced tool {name!r} with a description that is not a string")
+        if not isinstance(parameters, dict) or parameters.get("type") != "object":
+            raise HookResultError(
+                f'announced tool {name!r} whose parameters are not a JSON schema with "type": "object"'
+            )
+        schemas[name] = {"name": name, "description": description, "parameters": parameters}
+    return tuple(schemas.values())
 
 
 def _after_tool(answer: dict[str, Any], sent: dict[str, Any]) -> ToolResult:
@@ -339,5 +375,6 @@ CHECKS: Mapping[str, Checker] = {
     "before_save": _before_save,
     "after_save": _ignored,
     "finish": _ignored,
+    "tools_list": _tools_list,
 }
 """Every lifecycle event (``events.EVENTS``) and the ``tool`` call, with its checker."""

@@ -61,6 +61,34 @@ class HookRunner:
             data = answer
         return result
 
+    def announce_tools(self) -> Manifest:
+        """Ask each ``tools_list`` subscriber for the tools it found at run time and add them to the manifest.
+
+        Each subscriber is asked on its own (``{"tools": []}``, not chained), so every tool belongs
+        to the worker that announced it, which then receives its ``tool`` calls. A name the manifest
+        or an earlier worker already uses is a ``HookResultError`` naming both.
+        """
+        announced: dict[str, ToolEntry] = {}
+        for hook in self.subscribers("tools_list"):
+            sent: dict[str, Any] = {"tools": []}
+            answer = self.pool.call(hook.exec, "tools_list", sent, self.context, module=hook.module)
+            what = "hook failed on 'tools_list'"
+            for schema in _checked(CHECKS["tools_list"], answer, sent, what, hook, "the session did not start"):
+                name = schema["name"]
+                owner = announced.get(name) or self.manifest.tool(name)
+                if owner is not None:
+                    worker, other = describe_worker(hook.exec, hook.module), describe_worker(owner.exec, owner.module)
+                    raise HookResultError(
+                        f"{what}: worker {worker} announced tool {name!r}, which worker {other} already provides; "
+                        "the session did not start"
+                    )
+                announced[name] = ToolEntry(
+                    name, schema["description"], schema["parameters"], hook.exec, module=hook.module
+                )
+        if announced:
+            self.manifest = self.manifest.with_tools(tuple(announced.values()))
+        return self.manifest
+
     def tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run the external tool ``name``; its answer must hold a text ``output`` (images are checked per batch)."""
         tool = self._tool(name)

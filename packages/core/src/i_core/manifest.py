@@ -21,7 +21,8 @@ from i_protocol.settings import require_argv
 from .errors import ConfigError
 from .events import BUILTIN_TOOLS, EVENTS
 
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a tool name may be (SPEC §3.1), for manifest tools and tools announced at run time."""
 _TOP_LEVEL = {"tools", "hooks", "provider", "builtin_profile"}
 
 
@@ -78,6 +79,10 @@ class Manifest:
     def model_tools(self) -> list[dict[str, Any]]:
         """The external tools' schemas as the model sees them."""
         return [tool.schema() for tool in self.tools]
+
+    def with_tools(self, tools: tuple[ToolEntry, ...]) -> Manifest:
+        """This manifest with ``tools`` (announced at run time) after its own."""
+        return Manifest(tools=(*self.tools, *tools), hooks=self.hooks, provider=self.provider, source=self.source)
 
     def tool(self, name: str) -> ToolEntry | None:
         """The external tool called ``name``, if any."""
@@ -152,7 +157,7 @@ def _parse_tool(entry: object, base_dir: Path, where: str, seen: set[str]) -> To
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be an object")
     name = entry.get("name")
-    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
         raise ConfigError(f"{where}.name must be 1-64 characters of A-Z a-z 0-9 _ -, got {name!r}")
     if name in BUILTIN_TOOLS:
         raise ConfigError(f"{where}: tool {name!r} would shadow the built-in tool of that name")

@@ -22,6 +22,8 @@ class ModuleSpec:
     script: str | None = None  # its console script
     bundled: bool = False  # runs as `i --runtime worker NAME`
     available: bool = True
+    only_with: str | None = None
+    """A file in config_dir without which a profile skips the module (mcp.json: no servers, nothing to run)."""
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -82,6 +84,8 @@ MODULES: dict[str, ModuleSpec] = {
             script="i-compact",
         ),
         ModuleSpec("web", tools=_WEB_TOOLS, package="i-worker-web", script="i-web"),
+        # Tools found at run time (tools_list), called through the same worker; only with servers to run.
+        ModuleSpec("mcp", events=("tools_list",), package="i-worker-mcp", script="i-mcp", only_with="mcp.json"),
         # Cache preparation must run after any wire transformation (responses) in before_request.
         ModuleSpec(
             "cache",
@@ -96,7 +100,7 @@ MODULES: dict[str, ModuleSpec] = {
     )
 }
 
-_FULL = ("approval", "prompts", "skills", "memory", "budget", "compact", "web", "responses", "cache")
+_FULL = ("approval", "prompts", "skills", "memory", "budget", "compact", "web", "mcp", "responses", "cache")
 
 PROFILES: dict[str, tuple[str, ...]] = {
     "full": _FULL,
@@ -109,6 +113,7 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "search": (),  # glob and search are built-in tools: nothing extra to register
     "skills": ("skills",),
     "web": ("web",),
+    "mcp": ("mcp",),
     "responses": ("responses",),
     "responses-budget": ("responses", "budget"),
     "responses-compact": ("responses", "budget", "compact"),

@@ -1,6 +1,7 @@
 """A running core: directories, workspace identity, the active manifest, the pool and its hooks.
 
-Used as a context manager: entering starts every worker of the manifest at once (concurrently),
+Used as a context manager: entering starts every worker of the manifest at once (concurrently)
+and adds the tools that ``tools_list`` subscribers announce (MCP servers) to the manifest;
 leaving — normally, on an error, on Ctrl-C or on SIGTERM — shuts the whole pool down.
 """
 
@@ -57,6 +58,11 @@ class Runtime:
         except ValueError:  # not the main thread: the caller owns signal handling
             self._previous_sigterm = None
         self.pool.start(self.manifest.execs())
+        try:
+            self.manifest = self.hooks.announce_tools()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(

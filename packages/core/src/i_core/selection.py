@@ -33,6 +33,8 @@ def generate_manifest(
         if module in skip:
             continue
         spec = MODULES[module]
+        if spec.only_with is not None and not (config_dir / spec.only_with).is_file():
+            continue
         where = module_exec(module, bindings, config_dir)
         if spec.events:
             hooks.append({"events": list(spec.events), **where, "module": module})

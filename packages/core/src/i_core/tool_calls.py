@@ -125,7 +125,7 @@ class ToolPipeline:
             done = execute(prepared, self.context)
             return name, CallResult(done.output, list(done.images), done.is_error)
         answer = self.hooks.tool(name, arguments)  # its images are checked (image parts only) by run_batch
-        return name, CallResult(answer.output, answer.images)
+        return name, CallResult(answer.output, answer.images, answer.is_error)
 
     def _after(self, call: dict[str, Any], name: str, result: CallResult) -> CallResult:
         sent = {"name": name, "id": call["id"], "output": result.output, "images": result.images}

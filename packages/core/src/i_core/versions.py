@@ -79,7 +79,12 @@ def ask_version(argv: list[str], cwd: str | None = None) -> tuple[str | None, st
 def selected_modules(config_dir: Path) -> set[str]:
     """The modules plugins.json selects (its profile minus ``disabled``) plus the console's own."""
     plugins = load_plugins(config_dir)
-    return {m for m in PROFILES[plugins["profile"]] if m not in plugins["disabled"]} | set(CONSOLE_MODULES)
+    only_with = {m: MODULES[m].only_with for m in PROFILES[plugins["profile"]]}
+    return {
+        m
+        for m, needed in only_with.items()
+        if m not in plugins["disabled"] and (needed is None or (config_dir / needed).is_file())
+    } | set(CONSOLE_MODULES)
 
 
 def module_versions(config_dir: Path) -> list[ModuleVersion]:

@@ -2,9 +2,11 @@
 
 Public API (versioned with i-protocol): :class:`SecretMatch`, :data:`DESCRIPTIONS`,
 :data:`GATE_WORDS`, :data:`MARKER`, :func:`find_secrets`, :func:`contains_secret`,
-:func:`may_contain_secret` and :func:`redact`. Everything named ``_…`` is private. The module
-is imported on demand (``from i_protocol.secrets import …``), not by ``i_protocol`` itself, so
-that a worker that never checks secrets does not compile the table at start-up.
+:func:`may_contain_secret`, :func:`redact` and :func:`looks_like_credential` (the name rule
+for config fields and environment variables: ``github_token`` holds a secret, ``max_tokens``
+does not). Everything named ``_…`` is private. The module is imported on demand
+(``from i_protocol.secrets import …``), not by ``i_protocol`` itself, so that a worker that never
+checks secrets does not compile the table at start-up.
 
 - **Refuse**: :func:`contains_secret` / :func:`find_secrets` say *what kind* of secret a text
   holds (a pattern name; :data:`DESCRIPTIONS` words it for a message), never the value.
@@ -58,6 +60,7 @@ __all__ = [
     "SecretMatch",
     "contains_secret",
     "find_secrets",
+    "looks_like_credential",
     "may_contain_secret",
     "redact",
 ]
@@ -612,3 +615,64 @@ def redact(text: str, marker: str = MARKER) -> tuple[str, int]:
         position = secret.end
     parts.append(text[position:])
     return "".join(parts), len(found)
+
+
+# -- credential-looking field names (config.json of the core, env names of mcp.json) --------------
+
+# Credential-looking names, compared after lowercasing and dropping "-" and "_": an exact match, or
+# a name ending in one of the suffixes (``openai_api_key``, ``x-api-key``, ``github_token``,
+# ``client_secret``). ``max_tokens``, ``tokenizer``, ``prompt_cache_key`` and ``stop_token_ids`` pass.
+_SECRET_NAMES = frozenset(
+    {
+        "apikey",
+        "key",
+        "token",
+        "accesstoken",
+        "secret",
+        "password",
+        "passwd",
+        "passphrase",
+        "authorization",
+        "auth",
+        "bearer",
+        "credential",
+        "credentials",
+        "cookie",
+        "privatekey",
+        "sessionid",
+    }
+)
+_SECRET_SUFFIXES = (
+    "apikey",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "authorization",
+    "credentials",
+    "privatekey",
+    "bearer",
+)
+# A URL's query carries credentials under a few more names: signed URLs (``sig``, ``signature``,
+# ``X-Amz-Signature``, ``X-Goog-Signature``) and OAuth codes.
+_SECRET_QUERY_NAMES = _SECRET_NAMES | {
+    "sig",
+    "signature",
+    "code",
+    "xamzsignature",
+    "xgoogsignature",
+    "xamzcredential",
+    "xamzsecuritytoken",
+}
+_SECRET_QUERY_SUFFIXES = (*_SECRET_SUFFIXES, "signature")
+
+
+def _normal(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def looks_like_credential(name: str, *, query: bool = False) -> bool:
+    """True when a field (or, with ``query``, a URL query parameter) name looks like it holds a secret."""
+    normal = _normal(name)
+    names, suffixes = (_SECRET_QUERY_NAMES, _SECRET_QUERY_SUFFIXES) if query else (_SECRET_NAMES, _SECRET_SUFFIXES)
+    return normal in names or normal.endswith(suffixes)

@@ -1,7 +1,7 @@
 """``i --runtime check MODULE``: the contract suite for any implementation of a module.
 
 The framing checks (``framing``) hold for every worker; each module then has its own invariants
-(``budget``, ``compact``, ``cache``, ``memory``, ``web``, ``bundled``). Answers are judged by the
+(``budget``, ``compact``, ``cache``, ``memory``, ``web``, ``mcp``, ``bundled``). Answers are judged by the
 core's own rules (``hook_results.CHECKS``, ``i_protocol.history``, ``i_protocol.budget``) through
 the core's own host (``i_protocol.host``), so a worker that passes here behaves in a session.
 Exit 0 only when every check passes, so a CI job can gate a version pin on it.

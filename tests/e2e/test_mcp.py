@@ -1,0 +1,115 @@
+"""MCP stdio servers as tools, through the real core: a real SDK server, the approval gate, the
+result in the model's next request, and servers that crash or hang without stopping the session."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from i_scripted import ScriptedModel
+
+SERVER = Path(__file__).resolve().parents[2] / "packages" / "worker-mcp" / "tests" / "fixture_server.py"
+
+
+def _mcp_json(config_dir: Path, timeout: float = 10) -> None:
+    entry = {"command": sys.executable, "args": [str(SERVER)], "timeout": timeout}
+    (config_dir / "mcp.json").write_bytes(orjson.dumps({"mcpServers": {"fixture": entry}}))
+
+
+def _tool_messages(request) -> list[str]:
+    return [m["content"] for m in request.body["messages"] if m["role"] == "tool"]
+
+
+def _echo_steps() -> list[dict]:
+    return [{"tool_calls": [{"name": "mcp__fixture__echo", "arguments": {"text": "hello"}}]}, {"text": "done"}]
+
+
+def test_the_model_calls_an_mcp_tool_through_the_approval_gate(i, write_config, plugins, project, dirs):
+    plugins("mcp")
+    _mcp_json(dirs["config"])
+    with ScriptedModel(_echo_steps() + _echo_steps()) as model:
+        write_config(model.base_url)
+        refused = i("-C", str(project), "say hello")
+        allowed = i("-C", str(project), "--yolo", "say hello")
+    assert refused.returncode == 0, refused.stderr
+    assert allowed.returncode == 0, allowed.stderr
+    # The model was offered the server's tool under its mcp__ name, with the server's schema.
+    offered = {tool["function"]["name"]: tool["function"] for tool in model.requests[0].body["tools"]}
+    assert offered["mcp__fixture__echo"]["parameters"]["properties"]["text"]["type"] == "string"
+    # Non-interactive without --yolo: the gate refuses, nothing reaches the server.
+    (refusal,) = _tool_messages(model.requests[1])
+    assert "needs the user's approval" in refusal and "echo:" not in refusal
+    # With --yolo the call runs and its result is the next request's tool message.
+    assert _tool_messages(model.requests[3]) == ["echo: hello"]
+
+
+def test_an_approval_policy_allows_mcp_tools_in_the_standard_profile(i, write_config, plugins, project, dirs):
+    plugins("standard", disabled=["web", "memory", "cache"])
+    _mcp_json(dirs["config"])
+    (dirs["config"] / "approval.json").write_bytes(orjson.dumps({"mode": "auto"}))
+    with ScriptedModel(_echo_steps()) as model:
+        write_config(model.base_url)
+        result = i("-C", str(project), "say hello")
+    assert result.returncode == 0, result.stderr
+    assert _tool_messages(model.requests[1]) == ["echo: hello"]
+
+
+def test_a_server_that_crashes_or_hangs_is_a_tool_error_and_the_session_goes_on(
+    i, write_config, plugins, project, dirs
+):
+    plugins("mcp")
+    _mcp_json(dirs["config"], timeout=2)
+    steps = [
+        {"tool_calls": [{"name": "mcp__fixture__crash", "arguments": {}}]},
+        {"tool_calls": [{"name": "mcp__fixture__hang", "arguments": {}}]},
+        {"tool_calls": [{"name": "mcp__fixture__picture", "arguments": {}}]},
+        {"text": "survived"},
+        *_echo_steps(),
+    ]
+    with ScriptedModel(steps) as model:
+        write_config(model.base_url)
+        started = time.monotonic()
+        first = i("-C", str(project), "--yolo", "--session-name", "s", "try the tools")
+        elapsed = time.monotonic() - started
+        second = i("-C", str(project), "--yolo", "--session-name", "s", "and again")
+    assert first.returncode == 0, first.stderr
+    assert "survived" in first.stdout
+    assert elapsed < 12, f"the hanging server held the turn for {elapsed:.1f} s"
+    crashed = _tool_messages(model.requests[1])[-1]
+    assert crashed.startswith("error: ") and "MCP server 'fixture' exited during the call of 'crash'" in crashed
+    hung = _tool_messages(model.requests[2])[-1]
+    assert "MCP server 'fixture' did not answer the call of 'hang' within 2 s" in hung
+    # After both failures the server starts again: its image reaches the model as an image part.
+    images = [
+        part
+        for m in model.requests[3].body["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for part in m["content"]
+        if part.get("type") == "image_url"
+    ]
+    assert len(images) == 1 and images[0]["image_url"]["url"].startswith("data:image/png;base64,")
+    # The next turn of the same session works.
+    assert second.returncode == 0, second.stderr
+    assert _tool_messages(model.requests[5])[-1] == "echo: hello"
+
+
+def test_a_literal_secret_in_mcp_json_stops_the_start_naming_it(i, write_config, plugins, project, dirs):
+    plugins("mcp")
+    secret = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    entry = {"command": sys.executable, "args": [str(SERVER)], "env": {"GITHUB_TOKEN": secret}}
+    (dirs["config"] / "mcp.json").write_bytes(orjson.dumps({"mcpServers": {"fixture": entry}}))
+    with ScriptedModel([{"text": "never"}]) as model:
+        write_config(model.base_url)
+        result = i("-C", str(project), "--yolo", "hi")
+    assert result.returncode == 6
+    assert "mcpServers.fixture.env.GITHUB_TOKEN" in result.stderr and secret not in result.stderr
+    assert model.requests == []
+
+
+def test_check_mcp_passes_for_the_installed_worker(i):
+    result = i("--runtime", "check", "mcp", timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 failed" in result.stdout
