@@ -19,13 +19,9 @@ HERE = Path(__file__).parent
 @pytest.fixture
 def env(dirs, tmp_path):
     """The environment of an `i` process: isolated directories, an API key to keep secret."""
-    value = dict(os.environ)
+    value = dict(os.environ)  # the dirs fixture has set the four I_*_DIR in it
     value.update(
         {
-            "I_CONFIG_DIR": str(dirs["config"]),
-            "I_DATA_DIR": str(dirs["data"]),
-            "I_CACHE_DIR": str(dirs["cache"]),
-            "I_RUNTIME_DIR": str(dirs["runtime"]),
             "TEST_MODEL_KEY": "sk-test-secret-value-1234567890",
             "I_APPROVAL_TOKEN": "approval-secret",
         }

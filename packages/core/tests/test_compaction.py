@@ -19,14 +19,8 @@ LONG = "word " * 400  # ~2 KB per user turn
 
 
 def env_of(dirs: dict[str, Path]) -> dict[str, str]:
-    """This process's environment with the four ``I_*_DIR`` of the test."""
-    return {
-        **os.environ,
-        "I_CONFIG_DIR": str(dirs["config"]),
-        "I_DATA_DIR": str(dirs["data"]),
-        "I_CACHE_DIR": str(dirs["cache"]),
-        "I_RUNTIME_DIR": str(dirs["runtime"]),
-    }
+    """This process's environment: the ``dirs`` fixture has set the four ``I_*_DIR`` in it."""
+    return dict(os.environ)
 
 
 @pytest.fixture

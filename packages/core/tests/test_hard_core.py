@@ -58,15 +58,7 @@ def run_i(
 
 @pytest.fixture
 def env(dirs: dict[str, Path]) -> dict[str, str]:
-    value = dict(os.environ)
-    value.update(
-        {
-            "I_CONFIG_DIR": str(dirs["config"]),
-            "I_DATA_DIR": str(dirs["data"]),
-            "I_CACHE_DIR": str(dirs["cache"]),
-            "I_RUNTIME_DIR": str(dirs["runtime"]),
-        }
-    )
+    value = dict(os.environ)  # the dirs fixture has set the four I_*_DIR in it
     value.pop("I_DEBUG", None)
     return value
 

@@ -85,15 +85,7 @@ def latin1_folder(tmp_path: Path) -> str:
 
 
 def env_of(dirs) -> dict[str, str]:
-    value = dict(os.environ)
-    value.update(
-        {
-            "I_CONFIG_DIR": str(dirs["config"]),
-            "I_DATA_DIR": str(dirs["data"]),
-            "I_CACHE_DIR": str(dirs["cache"]),
-            "I_RUNTIME_DIR": str(dirs["runtime"]),
-        }
-    )
+    value = dict(os.environ)  # the dirs fixture has set the four I_*_DIR in it
     return value
 
 

@@ -39,13 +39,9 @@ def run(name: str, arguments: dict, ctx: ToolContext) -> str:
 
 @pytest.fixture
 def env(dirs):
-    value = dict(os.environ)
+    value = dict(os.environ)  # the dirs fixture has set the four I_*_DIR in it
     value.update(
         {
-            "I_CONFIG_DIR": str(dirs["config"]),
-            "I_DATA_DIR": str(dirs["data"]),
-            "I_CACHE_DIR": str(dirs["cache"]),
-            "I_RUNTIME_DIR": str(dirs["runtime"]),
             "TEST_MODEL_KEY": "sk-test-secret-value-1234567890",
         }
     )
