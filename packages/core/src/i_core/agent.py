@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from i_protocol.history import HistoryError, check_tool_calls, validate_history
+from i_protocol.history import HistoryError, check_tool_calls
 
 from .approval import ApprovalGate
 from .budget import Budget
@@ -154,9 +154,8 @@ class Agent:
             if reply.finish_reason not in ("tool_calls", "stop"):
                 raise ModelError(f"the model's tool-call reply was cut off (finish reason {reply.finish_reason!r})")
             working = [*working, message, *self.tools.run_batch([*working, message], calls)]
-            validate_history(working)
+            self.checkpoint(working)  # validated there, before anything is written or kept
             self.history = working
-            self.checkpoint()
         raise ModelError(f"stopped after {self.options.max_steps} model requests without a final answer")
 
     def _on_text(self, text: str) -> None:

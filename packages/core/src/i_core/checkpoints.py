@@ -48,7 +48,8 @@ class Checkpoints:
         """Save a complete state through ``before_save`` / ``after_save`` (atomically)."""
         path = str(self.session.path)
         unchanged = "nothing was saved, the last checkpoint is unchanged"
-        messages = self.hooks.checked("before_save", {"messages": messages, "path": path}, consequence=unchanged)
-        validate_history(messages)  # the file never holds an invalid history, whoever built it
-        self.session.write(list(messages))
-        self.hooks.run("after_save", {"messages": messages, "path": path})
+        saved = self.hooks.checked("before_save", {"messages": messages, "path": path}, consequence=unchanged)
+        if saved is messages:  # a history a hook returned was validated by its checker already
+            validate_history(saved)  # the file never holds an invalid history, whoever built it
+        self.session.write(list(saved))
+        self.hooks.run("after_save", {"messages": saved, "path": path})
