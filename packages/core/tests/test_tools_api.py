@@ -10,10 +10,10 @@ import pytest
 
 from i_core.tools import BUILTIN_NAMES, BUILTIN_SCHEMAS, FREE_TOOLS, ToolContext, ToolError, execute, prepare
 
-ALL = {"read", "write", "edit", "glob", "search", "shell", "view_image"}
+ALL = {"read", "write", "edit", "glob", "search", "shell", "view_image", "recall"}
 
 
-def test_schemas_cover_the_seven_tools() -> None:
+def test_schemas_cover_the_eight_tools() -> None:
     assert {schema["name"] for schema in BUILTIN_SCHEMAS} == ALL == BUILTIN_NAMES
     for schema in BUILTIN_SCHEMAS:
         assert set(schema) == {"name", "description", "parameters"}
@@ -33,7 +33,7 @@ def test_schema_properties_match_what_prepare_accepts(tmp_path: Path) -> None:
 
 
 def test_free_tools() -> None:
-    assert frozenset({"read", "view_image"}) == FREE_TOOLS
+    assert frozenset({"read", "view_image", "recall"}) == FREE_TOOLS
 
 
 def test_unknown_tool(tmp_path: Path) -> None:
@@ -89,3 +89,10 @@ def test_special_files_are_refused_without_blocking(tmp_path: Path) -> None:
         execute(prepare("view_image", {"path": "pipe"}, ctx), ctx)
     with pytest.raises(ToolError, match="edit: pipe: not a regular file"):
         prepare("edit", {"path": "pipe", "old_string": "a", "new_string": "b"}, ctx)
+
+
+def test_the_reserved_names_are_the_built_in_tools() -> None:
+    from i_core.events import BUILTIN_TOOLS
+
+    # manifest.py refuses a tool entry with one of these names; the schemas are what the model sees.
+    assert set(BUILTIN_TOOLS) == BUILTIN_NAMES

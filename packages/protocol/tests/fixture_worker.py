@@ -79,6 +79,15 @@ def surrogate(data: dict, request) -> dict:
     return {"text": "bad \udcff"}
 
 
+@worker.hook("strict")
+def strict(data: dict, request) -> dict:
+    # What most JSON libraries do: refuse a lone surrogate. The host must never send one.
+    import orjson
+
+    orjson.dumps(data)
+    return {"kept": data["messages"], "changed": data["messages"][0]["content"] + "!", "seen": ascii(data)}
+
+
 @worker.tool("echo")
 def echo(arguments: dict, request) -> str:
     return str(arguments.get("text", ""))

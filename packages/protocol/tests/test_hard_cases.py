@@ -16,6 +16,7 @@ import pytest
 
 from i_protocol import CallError, FrameError, decode_frame, encode_frame
 from i_protocol.host import WorkerProcess
+from i_protocol.jsonsafe import restore_surrogates, without_surrogates
 from i_protocol.workspace import workspace_id_for
 
 LATIN1 = b"caf\xe9"  # "café" in ISO-8859-1: not UTF-8
@@ -108,6 +109,27 @@ def test_a_request_with_an_undecodable_name_round_trips_through_a_real_worker(sp
     }
     assert worker.call("surrogate", {}) == {"text": "bad \udcff"}
     assert not worker.broken
+
+
+def test_a_worker_never_gets_a_lone_surrogate_and_what_it_passes_through_comes_back_whole(spawn, fixture_argv):
+    worker = spawn(fixture_argv())
+    messages = [{"role": "tool", "content": "caf\udce9 ok"}, {"role": "user", "content": "plain \ufffd"}]
+    reply = worker.call("strict", {"messages": messages})
+    assert "\\udce9" not in reply["seen"] and "caf\\ufffd ok" in reply["seen"]  # the worker saw U+FFFD
+    assert reply["kept"] == messages  # unchanged strings are the host's originals again
+    assert reply["changed"] == "caf\ufffd ok!"  # a string the worker changed keeps what it saw
+    assert not worker.broken
+
+
+def test_without_surrogates_maps_each_replaced_string_back_unless_ambiguous():
+    value = {"a": ["x\udce9", {"k\udc80": "y\ud800z"}], "b": "x\udce8", "c": 3}
+    clean, originals = without_surrogates(value)
+    assert clean == {"a": ["x\ufffd", {"k\ufffd": "y\ufffdz"}], "b": "x\ufffd", "c": 3}
+    assert orjson.dumps(clean)  # strict JSON now
+    # "x\udce9" and "x\udce8" both became "x\ufffd": which one a worker meant cannot be known.
+    assert originals == {"k\ufffd": "k\udc80", "y\ufffdz": "y\ud800z"}
+    assert restore_surrogates(clean, originals) == {**value, "a": ["x\ufffd", value["a"][1]], "b": "x\ufffd"}
+    assert without_surrogates({"plain": ["text"]}) == ({"plain": ["text"]}, {})
 
 
 def test_a_worker_frame_with_the_escaped_surrogate_decodes(spawn, misbehaving_argv):
@@ -214,6 +236,7 @@ while True:            # busy and deaf: never reads stdin again, so never sees e
 _HOST = """
 import os, sys
 from i_protocol.host import WorkerProcess
+from i_protocol.jsonsafe import restore_surrogates, without_surrogates
 worker = WorkerProcess.spawn([sys.executable, "-c", sys.argv[1]], env=dict(os.environ))
 worker.call("busy", {}, timeout=3600)
 """

@@ -16,11 +16,12 @@ from typing import Any, Protocol
 from i_protocol.history import HistoryError, check_tool_calls
 
 from .approval import ApprovalGate
+from .archive import Archive, Generation, Index, citation
 from .budget import Budget
 from .checkpoints import Checkpoints
 from .compaction import Compactor, Outcome
 from .config import ApiConfig
-from .errors import ContextTooLong, CoreError, ModelError
+from .errors import CompactionError, ContextTooLong, CoreError, ModelError, SessionError
 from .hook_results import BudgetCheck
 from .model import ModelClient
 from .runtime import Runtime
@@ -97,7 +98,7 @@ class Agent:
         self.tools = ToolPipeline(
             self.hooks,
             runtime.manifest,
-            ToolContext(workspace=Path(runtime.workspace), env=normal_env()),
+            ToolContext(workspace=Path(runtime.workspace), env=normal_env(), archived=self._archived),
             self.tool_schemas,
             self.gate,
             self.budget,
@@ -107,6 +108,11 @@ class Agent:
         )
 
     # -- session ------------------------------------------------------------------------
+
+    def _archived(self) -> list[Generation]:
+        """The session's committed archived generations (what ``recall`` reads)."""
+        index = Index.from_meta(self.session.meta)
+        return Archive(self.session.path, self.config.archive_max_bytes).generations(index)
 
     def start(self) -> None:
         """Load the session (``session_load``) or start it with the system prompt (``system_prompt``)."""
@@ -215,7 +221,22 @@ class Agent:
     def compact(
         self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *, force: bool = False
     ) -> Outcome:
-        """One compaction attempt over ``history``; a committed one becomes the session's history."""
+        """One compaction attempt over ``history``; a committed one becomes the session's history.
+
+        The committed candidate's replaced messages are archived first (``archive``), then the last
+        full backup (``.precompact.json``) is written, then the checkpoint whose meta records them.
+        """
+        archive = Archive(self.session.path, self.config.archive_max_bytes)
+        index = Index.from_meta(self.session.meta)
+        planned: list[tuple[Generation | None, Index]] = []
+
+        def cite(replaced: list[dict[str, Any]]) -> str:
+            try:
+                planned.append(archive.plan(index, replaced))
+            except SessionError as exc:  # an archive that cannot be read: compact nothing rather than lose it
+                raise CompactionError("archive_failed", str(exc)) from None
+            return citation(planned[-1][1])
+
         compactor = Compactor(
             self.hooks,
             self.budget,
@@ -225,14 +246,21 @@ class Agent:
             self.tool_schemas,
             self.session.meta.get("context_state", {}),
             self.options.progress,
+            cite,
         )
         self.stats.compact_attempts += 1
         outcome = compactor.run(history, check, force=force)
         if outcome.committed:
+            before = self.session.meta.get("archive")
             try:
+                generation, after = planned[-1]
+                if generation is not None:
+                    archive.write(index, generation, after)
                 outcome.backup = str(self.session.write_backup("precompact", history))
+                self.session.meta["archive"] = after.to_meta()
                 self.checkpoint(outcome.history)
             except (CoreError, HistoryError, OSError) as exc:
+                _restore_key(self.session.meta, "archive", before)
                 outcome = outcome.refused("save_failed", f"the compacted history could not be saved: {exc}")
             else:
                 self.history = outcome.history
@@ -248,3 +276,10 @@ class Agent:
     def close(self) -> None:
         """Release the model client."""
         self.model.close()
+
+
+def _restore_key(meta: dict[str, Any], key: str, value: Any) -> None:
+    if value is None:
+        meta.pop(key, None)
+    else:
+        meta[key] = value

@@ -14,8 +14,9 @@ from typing import Any
 
 import orjson
 
-from i_protocol.history import HistoryError, summary_marker, text_of, validate_history
+from i_protocol.history import HistoryError, is_summary, summary_marker, text_of, validate_history
 
+from .archive import CITATION_OPEN
 from .budget import Budget
 from .config import ApiConfig
 from .errors import CompactionError, HookResultError, ModelError, WorkerFailure
@@ -65,11 +66,32 @@ class Outcome:
         return replace(self, committed=False, check=check, reason=reason)
 
 
-def summary_message(summary: str, images: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The untrusted user-role message that carries a compaction summary (and the images it keeps)."""
+def summary_message(summary: str, images: list[dict[str, Any]] | None = None, citation: str = "") -> dict[str, Any]:
+    """The untrusted user-role message that carries a compaction summary (and the images it keeps).
+
+    ``citation`` (the archive's spans, ``archive.citation``) ends its text; ``without_citation``
+    takes it off again before the next compaction's hooks read the summary.
+    """
     text = f"{SUMMARY_OPEN}\n\n{summary}"
+    if citation:
+        text += f"\n\n{citation}"
     content: Any = [{"type": "text", "text": text}, *images] if images else text
     return {"role": "user", "content": content, "_compaction": summary_marker()}
+
+
+def without_citation(message: dict[str, Any]) -> dict[str, Any]:
+    """A summary message without the core's recall citation (it is rewritten at every compaction)."""
+    if not is_summary(message):
+        return message
+    content = message.get("content")
+    cut = f"\n\n{CITATION_OPEN}"
+    if isinstance(content, str) and cut in content:
+        return {**message, "content": content[: content.index(cut)]}
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        first = content[0].get("text")
+        if isinstance(first, str) and cut in first:
+            return {**message, "content": [{**content[0], "text": first[: first.index(cut)]}, *content[1:]]}
+    return message
 
 
 def render_transcript(messages: list[dict[str, Any]]) -> str:
@@ -112,6 +134,8 @@ class Compactor:
     tools: list[dict[str, Any]]
     context_state: dict[str, Any]
     progress: Callable[[str], None] = lambda _message: None
+    cite: Callable[[list[dict[str, Any]]], str] = lambda _replaced: ""
+    """The recall citation for the messages a candidate replaces (the caller archives them on commit)."""
 
     def run(self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *, force: bool = False) -> Outcome:
         """Try to compact ``history``; never raises for a declined or failed attempt."""
@@ -159,6 +183,8 @@ class Compactor:
 
     def _attempt(self, history: list[dict[str, Any]], check: BudgetCheck, force: bool, outcome: Outcome) -> Outcome:
         # 1-3: plan, checked. The core resets cut so that nothing can inherit one from the budget provider.
+        # Hooks read summaries without the core's recall citation, which each commit writes anew.
+        history = [without_citation(message) for message in history]
         plan_data = {**check.output, "history": history, "cut": None, "force": force}
         plan: CompactPlan = self.hooks.checked("compact_plan", plan_data)
         previous: int | None = None
@@ -221,7 +247,8 @@ class Compactor:
         summary, state = self._post_process(summary, prepared.state)
         outcome.state = state
         # 6: candidate = system + untrusted summary + untouched suffix, snapshots restored.
-        candidate = [history[0], summary_message(summary, prepared.retained_images), *history[cut:]]
+        citation = self.cite(history[1:cut])
+        candidate = [history[0], summary_message(summary, prepared.retained_images, citation), *history[cut:]]
         candidate = restore_snapshots(candidate, self.context_state)
         candidate = self.hooks.checked("before_compact_commit", {"messages": candidate, "cut": cut})
         try:

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .errors import ConfigError, blocking_file
+from .archive import DEFAULT_MAX_BYTES as DEFAULT_ARCHIVE_MAX_BYTES
 from .jsonfile import read_json_object
 from .providers.reply import RESERVED_FIELDS
 
@@ -32,6 +33,7 @@ _TOP_FIELDS = {
     "max_tokens",
     "use_max_tokens",
     "io_limit_bytes",
+    "archive_max_bytes",
     "budget",
     "extra_body",
     "stream",
@@ -57,6 +59,8 @@ class ApiConfig:
     timeout: float = 600.0
     retries: int = 3
     source: str = "config.json"
+    archive_max_bytes: int = DEFAULT_ARCHIVE_MAX_BYTES
+    """The size bound of each session's archive of compacted messages (``archive.py``)."""
 
     def api_key(self, environ: dict[str, str] | None = None) -> str | None:
         """The key read from the named environment variable at call time (never stored)."""
@@ -177,6 +181,7 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
     if not isinstance(use_max_tokens, bool):
         raise ConfigError(f"{source}: use_max_tokens must be true or false")
     io_limit = _int(raw, "io_limit_bytes", source, 1024, 64 * 1024 * 1024, 1024 * 1024)
+    archive_max_bytes = _int(raw, "archive_max_bytes", source, 1024, 1 << 40, DEFAULT_ARCHIVE_MAX_BYTES)
     extra_body = raw.get("extra_body", {})
     if not isinstance(extra_body, dict):
         raise ConfigError(f"{source}: extra_body must be an object")
@@ -205,6 +210,7 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
         timeout=float(timeout),
         retries=retries,
         source=source,
+        archive_max_bytes=archive_max_bytes,
     )
 
 

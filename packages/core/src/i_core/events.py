@@ -28,4 +28,4 @@ EVENTS: tuple[str, ...] = (
     "tools_list",
 )
 
-BUILTIN_TOOLS: tuple[str, ...] = ("read", "write", "edit", "glob", "search", "shell", "view_image")
+BUILTIN_TOOLS: tuple[str, ...] = ("read", "write", "edit", "glob", "search", "shell", "view_image", "recall")

@@ -128,7 +128,9 @@ def open_session(path: Path, workspace: str, workspace_id: str, *, private: bool
     try:
         # This session's own temporaries are debris once its lock is held (a private session has none).
         remove_stale_temporaries(
-            path.parent, targets=lambda name: name.endswith(".json"), owned=() if private else _own_targets(path)
+            path.parent,
+            targets=lambda name: name.endswith((".json", ".archive.jsonl")),
+            owned=() if private else _own_targets(path),
         )
         session = _read(path, workspace, workspace_id)
     except BaseException:
@@ -141,8 +143,9 @@ def open_session(path: Path, workspace: str, workspace_id: str, *, private: bool
 
 
 def _own_targets(path: Path) -> set[str]:
-    """The files a session's lock guards: the session and its pre-compaction backup."""
-    return {path.name, path.name.removesuffix(".json") + ".precompact.json"}
+    """The files a session's lock guards: the session, its pre-compaction backup and its archive."""
+    stem = path.name.removesuffix(".json")
+    return {path.name, f"{stem}.precompact.json", f"{stem}.archive.jsonl"}
 
 
 def _lock(path: Path) -> Any:

@@ -18,14 +18,17 @@ MAX_FRAME_BYTES = 48 * 1024 * 1024
 _ID_PATTERN = rb'^\s*\{\s*"id"\s*:\s*(\d{1,20})\s*[,}]'
 
 
-def encode_frame(message: dict[str, Any]) -> bytes:
+def encode_frame(message: dict[str, Any], *, strict: bool = False) -> bytes:
     """Serialise one message to a newline-terminated frame, refusing frames over the limit.
 
-    Lone surrogates (undecodable text) are written as ``\\udcXX`` escapes, losslessly.
+    Lone surrogates (undecodable text) are written as ``\\udcXX`` escapes, losslessly; with
+    ``strict`` one raises ``UnicodeEncodeError`` instead (a host replaces them for its workers).
     """
     try:
-        body = dumps_safe(message)
+        body = orjson.dumps(message) if strict else dumps_safe(message)
     except TypeError as exc:
+        if strict and "surrogates" in str(exc):
+            raise UnicodeEncodeError("utf-8", "", 0, 1, "a lone surrogate") from None
         raise FrameError(f"frame is not JSON-serialisable: {exc}") from None
     if len(body) + 1 > MAX_FRAME_BYTES:
         raise FrameError(f"frame of {len(body) + 1} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")

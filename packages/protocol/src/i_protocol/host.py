@@ -28,7 +28,7 @@ from typing import Any
 
 from .errors import CallError, CallTimeout, ErrorFrame, FrameError
 from .framing import MAX_FRAME_BYTES, decode_frame, encode_frame, is_unsigned_id
-from .jsonsafe import dumps_safe
+from .jsonsafe import dumps_safe, restore_surrogates, without_surrogates
 
 DEFAULT_DEADLINE_S = 15.0
 """Seconds one call may take (SPEC §3.2): serialisation, the write and the wait for the answer."""
@@ -209,6 +209,26 @@ class StderrDrain:
         self._thread.join(timeout)
 
 
+def _frame_for_worker(message: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    """The request frame a worker gets, and the originals of what was replaced in it.
+
+    The event's ``data`` holds no lone surrogate (each becomes U+FFFD: most JSON libraries refuse
+    them, so one undecodable byte in a tool result would fail every later call); the request's
+    context (``workspace``) keeps them as JSON escapes, because it is a path the worker must open.
+    The fast path is one orjson call; only a message that holds a lone surrogate is walked.
+    """
+    originals: dict[str, str] = {}
+    try:
+        try:
+            frame = encode_frame(message, strict=True)
+        except UnicodeEncodeError:
+            data, originals = without_surrogates(message["data"])
+            frame = encode_frame({**message, "data": data})
+    except FrameError as exc:
+        raise CallError(f"could not be sent the request: {exc}") from exc
+    return frame, originals
+
+
 def parse_response(line: bytes, request_id: int) -> dict[str, Any]:
     """The ``data`` of the response ``line`` to request ``request_id``, or the CallError it is.
 
@@ -338,12 +358,10 @@ class WorkerProcess:
                 if context:
                     message.update(context)
                 message["data"] = data
-                try:
-                    frame = encode_frame(message)
-                except FrameError as exc:
-                    raise CallError(f"could not be sent the request: {exc}") from exc
+                frame, originals = _frame_for_worker(message)
                 self._write(frame, deadline)
-                return parse_response(self._read_line(deadline), request_id)
+                answer = parse_response(self._read_line(deadline), request_id)
+                return restore_surrogates(answer, originals) if originals else answer
             except CallError as exc:
                 self._failed(exc)
                 raise

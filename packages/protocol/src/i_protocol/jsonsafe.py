@@ -10,7 +10,13 @@ a folder named ``caf\\xe9`` used to stop everything. The rule:
   back; raw bytes that are not UTF-8 are never accepted (they are an error that says so);
 - **showing** (to a model, a user, an error message): ``printable`` renders surrogate-escaped bytes
   as ``\\xNN``, like the core's tools do; ``dumps_printable`` writes JSON that way for a peer that
-  needs strict Unicode (a model API), which is lossy and for display only.
+  needs strict Unicode (a model API), which is lossy and for display only;
+- **sending to a worker**: a host never puts a lone surrogate in an event's data (most JSON libraries,
+  orjson among them, refuse them, so one undecodable byte in a tool result used to fail every later
+  call of a session); the request's context (the workspace path) keeps its escapes, since a worker
+  must open that folder. ``without_surrogates`` gives the copy a worker sees, each lone surrogate as
+  U+FFFD, and a map to the originals; ``restore_surrogates`` puts each original string back wherever
+  the worker's answer carries it unchanged, so a history a worker passes through comes back lossless.
 
 The fast path is orjson alone; the standard library's ``json`` is imported and used only for a
 document that really holds a lone surrogate, with orjson's strictness kept (no NaN/Infinity, no
@@ -23,7 +29,15 @@ from typing import Any
 
 import orjson
 
-__all__ = ["dumps_printable", "dumps_safe", "loads_safe", "printable", "utf8_error"]
+__all__ = [
+    "dumps_printable",
+    "dumps_safe",
+    "loads_safe",
+    "printable",
+    "restore_surrogates",
+    "utf8_error",
+    "without_surrogates",
+]
 
 
 def dumps_safe(value: Any, *, indent: bool = False) -> bytes:
@@ -75,6 +89,64 @@ def _printable_copy(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_printable_copy(v) for v in value]
     return value
+
+
+def without_surrogates(value: Any) -> tuple[Any, dict[str, str]]:
+    """``value`` with each lone surrogate replaced by U+FFFD, and {replaced string: original}.
+
+    The map holds only strings that changed and that one original alone maps to: when two
+    originals give the same replaced text (or an original already equals it), the answer cannot
+    say which was meant, so that text is not restored.
+    """
+    originals: dict[str, str] = {}
+    ambiguous: set[str] = set()
+
+    def clean(text: str) -> str:
+        try:
+            text.encode("utf-8")
+            return text
+        except UnicodeEncodeError:
+            pass
+        replaced = _replace(text)
+        if originals.get(replaced, text) != text:
+            ambiguous.add(replaced)
+        originals[replaced] = text
+        return replaced
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return clean(item)
+        if isinstance(item, dict):
+            return {clean(k) if isinstance(k, str) else k: walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        return item
+
+    result = walk(value)
+    for text in ambiguous:
+        del originals[text]
+    return result, originals
+
+
+def restore_surrogates(value: Any, originals: dict[str, str]) -> Any:
+    """``value`` with every string that ``without_surrogates`` replaced, as it was (see there)."""
+    if not originals:
+        return value
+    if isinstance(value, str):
+        return originals.get(value, value)
+    if isinstance(value, dict):
+        return {
+            originals.get(k, k) if isinstance(k, str) else k: restore_surrogates(v, originals) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [restore_surrogates(v, originals) for v in value]
+    return value
+
+
+def _replace(text: str) -> str:
+    import re  # only for text that holds a lone surrogate
+
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 def loads_safe(raw: bytes | bytearray | memoryview | str) -> Any:

@@ -29,6 +29,8 @@ class ToolContext:
     shell_timeout: float = DEFAULT_SHELL_TIMEOUT
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
     pattern_deadline: float = DEFAULT_PATTERN_DEADLINE
+    archived: Callable[[], list[Any]] | None = None
+    """The session's archived generations (``archive.Generation``), read when ``recall`` asks; None: no session."""
 
     def __post_init__(self) -> None:
         # Relative arguments resolve against this, so it must be absolute and normalised once.

@@ -10,11 +10,12 @@ from .files import prepare_edit, prepare_read, prepare_write
 from .globbing import prepare_glob
 from .images import prepare_view_image
 from .paths import display
+from .recall import prepare_recall
 from .search import prepare_search
 from .shell import prepare_shell
 from .text import printable
 
-FREE_TOOLS = frozenset({"read", "view_image"})
+FREE_TOOLS = frozenset({"read", "view_image", "recall"})
 
 _PREPARERS: dict[str, Callable[[object, ToolContext], Prepared]] = {
     "read": prepare_read,
@@ -24,6 +25,7 @@ _PREPARERS: dict[str, Callable[[object, ToolContext], Prepared]] = {
     "search": prepare_search,
     "shell": prepare_shell,
     "view_image": prepare_view_image,
+    "recall": prepare_recall,
 }
 
 

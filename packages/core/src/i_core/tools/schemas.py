@@ -101,4 +101,14 @@ BUILTIN_SCHEMAS: list[dict[str, Any]] = [
         {"path": _PATH},
         ["path"],
     ),
+    _schema(
+        "recall",
+        "Return the exact original messages that a compaction summary replaced, as the summary cites them: "
+        'by span (message numbers, e.g. "12-40") or by tool call id. Read-only; secrets stay masked.',
+        {
+            "span": {"type": "string", "description": 'A message number or range from the summary, e.g. "12-40".'},
+            "tool_call_id": {"type": "string", "description": "A tool call id the summary cites."},
+        },
+        [],
+    ),
 ]

@@ -1,0 +1,265 @@
+"""What compaction replaced, kept: an append-only archive of every generation beside the session.
+
+``<session>.archive.jsonl`` holds one line per compaction (a *generation*): the original messages
+it replaced, numbered as *spans* — every message that ever entered the session's history (system
+prompt and compaction summaries aside) has a number, 1 first, that never changes. The summary of
+each compaction cites the spans still recallable and the tool call ids in them; the core's
+``recall`` tool returns the originals of a span or of a tool call id from here.
+
+Consistency with the session: the archive is written before the checkpoint that refers to it, and
+the session's ``meta["archive"]`` records the archive's size after the last committed generation.
+Anything beyond that size — a generation whose checkpoint then failed, a line torn by a crash — is
+debris: readers skip it and the next append removes it. Writes hold the session's lock (one writer
+per session); an ordinary append is one ``O_APPEND`` write and an fsync, a trim (the size bound
+dropping the oldest generations, or debris) an atomic rewrite. Lines are written with
+``dumps_safe``, so lone surrogates stay exactly as the session had them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from i_protocol import atomic_write_bytes
+from i_protocol.history import is_summary
+from i_protocol.jsonsafe import dumps_safe, loads_safe
+
+from .errors import SessionError, os_problem
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+"""The archive's default size bound (config.json ``archive_max_bytes``): at it the oldest generations go."""
+MAX_CITED_CALLS = 12
+"""Tool call ids a summary cites per span; the rest are counted ("and 12 more")."""
+MAX_CITATION_CHARS = 1200
+"""About how long the citation may grow; beyond it older spans are cited as one range, without ids."""
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One compaction's originals: messages numbered ``first`` .. ``last``."""
+
+    number: int
+    first: int
+    messages: list[dict[str, Any]]
+
+    @property
+    def last(self) -> int:
+        """The number of the generation's last message."""
+        return self.first + len(self.messages) - 1
+
+    def tool_call_ids(self) -> list[str]:
+        """The ids of the tool calls the generation's assistant messages made, in order."""
+        ids = []
+        for message in self.messages:
+            for call in message.get("tool_calls") or ():
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    ids.append(call["id"])
+        return ids
+
+    def line(self) -> bytes:
+        """The generation as one archive line."""
+        record = {"generation": self.number, "first": self.first, "messages": self.messages}
+        return dumps_safe(record) + b"\n"
+
+
+@dataclass
+class Index:
+    """What the session's ``meta["archive"]`` says: the next numbers, the committed size, what went."""
+
+    next_span: int = 1
+    next_generation: int = 1
+    size: int = 0
+    spans: list[list[Any]] = field(default_factory=list)
+    """``[generation, first, last, [tool call ids]]`` of every generation still in the archive."""
+    dropped: list[list[int]] = field(default_factory=list)
+    """``[first, last]`` of spans the size bound removed (merged when adjacent)."""
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> Index:
+        raw = meta.get("archive")
+        if not isinstance(raw, dict):
+            return cls()
+        return cls(
+            next_span=_positive(raw.get("next_span"), 1),
+            next_generation=_positive(raw.get("next_generation"), 1),
+            size=_positive(raw.get("size"), 0),
+            spans=[s for s in raw.get("spans", []) if _is_span_entry(s)],
+            dropped=[d for d in raw.get("dropped", []) if _is_pair(d)],
+        )
+
+    def to_meta(self) -> dict[str, Any]:
+        return {
+            "next_span": self.next_span,
+            "next_generation": self.next_generation,
+            "size": self.size,
+            "spans": self.spans,
+            "dropped": self.dropped,
+        }
+
+
+def originals(replaced: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages of a compaction's replaced range that are originals (earlier summaries are not)."""
+    return [message for message in replaced if not is_summary(message)]
+
+
+class Archive:
+    """The archive of one session (``<session>.archive.jsonl``), bounded to ``max_bytes``."""
+
+    def __init__(self, session_path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.path = session_path.with_name(session_path.name.removesuffix(".json") + ".archive.jsonl")
+        self.max_bytes = max_bytes
+
+    def plan(self, index: Index, replaced: list[dict[str, Any]]) -> tuple[Generation | None, Index]:
+        """The generation ``replaced`` becomes and the index after it is archived (nothing written yet).
+
+        None when ``replaced`` holds no original (only an earlier summary): nothing to archive.
+        """
+        generation = Generation(index.next_generation, index.next_span, originals(replaced))
+        if not generation.messages:
+            return None, index
+        line = len(generation.line())
+        spans = [*index.spans, [generation.number, generation.first, generation.last, generation.tool_call_ids()]]
+        sizes = [*self._sizes(index), line]
+        dropped = [list(pair) for pair in index.dropped]
+        # At the bound the oldest generations go (never the newest: it is what was just replaced).
+        while len(spans) > 1 and sum(sizes) > self.max_bytes:
+            _number, first, last, _ids = spans.pop(0)
+            sizes.pop(0)
+            _add_dropped(dropped, first, last)
+        after = Index(generation.last + 1, generation.number + 1, sum(sizes), spans, dropped)
+        return generation, after
+
+    def write(self, index: Index, generation: Generation, after: Index) -> None:
+        """Archive ``generation`` as planned: an append, or a rewrite (the plan dropped some, or debris at the end)."""
+        kept = {entry[0] for entry in after.spans}
+        try:
+            current = self.path.stat().st_size if self.path.exists() else 0
+            if current == index.size and all(entry[0] in kept for entry in index.spans):
+                self._append(generation.line())
+                return
+            lines = [line for line in self._lines(limit=index.size) if _generation_of(line) in kept]
+            atomic_write_bytes(self.path, b"".join([*lines, generation.line()]), mode=0o600)
+        except OSError as exc:
+            raise SessionError(f"cannot archive the compacted messages: {os_problem(exc)}") from None
+
+    def generations(self, index: Index) -> list[Generation]:
+        """The committed generations still in the archive (what ``recall`` may return)."""
+        committed = {entry[0] for entry in index.spans}
+        found = []
+        for line in self._lines(limit=index.size):
+            try:
+                record = loads_safe(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("generation") in committed:
+                found.append(Generation(record["generation"], record["first"], record["messages"]))
+        return found
+
+    def _append(self, line: bytes) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _lines(self, *, limit: int) -> list[bytes]:
+        """The archive's complete lines within its first ``limit`` bytes (the committed part)."""
+        if limit <= 0:
+            return []
+        try:
+            with open(self.path, "rb") as handle:
+                data = handle.read(limit)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise SessionError(f"cannot read the session's archive: {os_problem(exc)}") from None
+        return [line + b"\n" for line in data.split(b"\n")[:-1]]
+
+    def _sizes(self, index: Index) -> list[int]:
+        """Each committed generation's line size, in order (from the file; zero for one that is gone)."""
+        sizes = {_generation_of(line): len(line) for line in self._lines(limit=index.size)}
+        return [sizes.get(entry[0], 0) for entry in index.spans]
+
+
+CITATION_OPEN = "Recall: the original"
+
+
+def citation(index: Index) -> str:
+    """What a summary says about recall: the spans it covers, their tool call ids, what is gone.
+
+    Bounded (``MAX_CITATION_CHARS``) whatever the session's length, since it rides in every
+    request: the newest spans are cited with their tool call ids, older ones as one range.
+    """
+    if not index.spans and not index.dropped:
+        return ""
+    head = (
+        f"{CITATION_OPEN} messages this summary replaced are archived. The recall tool returns them "
+        'exactly, by span (e.g. recall with span "12-40") or by tool call id.'
+    )
+    cited: list[str] = []
+    used = len(head)
+    older = list(index.spans)
+    while older:
+        _number, first, last, ids = older[-1]
+        line = _span(first, last)
+        if ids:
+            more = f" and {len(ids) - MAX_CITED_CALLS} more" if len(ids) > MAX_CITED_CALLS else ""
+            line += f" tool calls: {', '.join(ids[:MAX_CITED_CALLS])}{more}"
+        if cited and used + len(line) > MAX_CITATION_CHARS:
+            break
+        cited.insert(0, line)
+        used += len(line) + 1
+        older.pop()
+    lines = [head]
+    if older:
+        lines.append(f"[span {older[0][1]}-{older[-1][2]}] earlier messages (recall by span; tool call ids not listed)")
+    lines.extend(cited)
+    if index.dropped:
+        gone = ", ".join(f"{first}-{last}" if last > first else str(first) for first, last in index.dropped)
+        lines.append(f"No longer recallable (the archive's size bound removed them): spans {gone}.")
+    return "\n".join(lines)
+
+
+def _span(first: int, last: int) -> str:
+    return f"[span {first}-{last}]" if last > first else f"[span {first}]"
+
+
+def _add_dropped(dropped: list[list[int]], first: int, last: int) -> None:
+    if last < first:
+        return
+    if dropped and dropped[-1][1] + 1 == first:
+        dropped[-1][1] = last
+    else:
+        dropped.append([first, last])
+
+
+def _generation_of(line: bytes) -> int | None:
+    # The line starts with {"generation":N, (dumps_safe writes keys in insertion order).
+    head = line[:40]
+    prefix = b'{"generation":'
+    if not head.startswith(prefix):
+        return None
+    digits = head[len(prefix) :].split(b",", 1)[0]
+    return int(digits) if digits.isdigit() else None
+
+
+def _positive(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def _is_pair(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)
+
+
+def _is_span_entry(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 4
+        and all(isinstance(v, int) for v in value[:3])
+        and isinstance(value[3], list)
+    )
