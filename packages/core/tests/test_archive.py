@@ -131,3 +131,9 @@ def test_the_citation_stays_bounded_however_long_the_session() -> None:
     assert lines[1].startswith("[span 11-") and "earlier messages (recall by span" in lines[1]
     assert lines[-2].startswith("[span 2001-2010] tool calls: call_200_0, ") and lines[-2].endswith(" and 18 more")
     assert lines[-1] == "No longer recallable (the archive's size bound removed them): spans 1-10."
+
+
+def test_adjacent_generations_without_tool_calls_are_cited_as_one_span() -> None:
+    spans = [[1, 1, 4, []], [2, 5, 6, []], [3, 7, 9, ["call_x"]], [4, 10, 11, []], [5, 12, 13, []]]
+    lines = citation(Index(next_span=14, next_generation=6, size=1, spans=spans)).splitlines()[1:]
+    assert lines == ["[span 1-6]", "[span 7-9] tool calls: call_x", "[span 10-13]"]

@@ -203,7 +203,7 @@ def citation(index: Index) -> str:
     )
     cited: list[str] = []
     used = len(head)
-    older = list(index.spans)
+    older = _merged(index.spans)
     while older:
         _number, first, last, ids = older[-1]
         line = _span(first, last)
@@ -223,6 +223,17 @@ def citation(index: Index) -> str:
         gone = ", ".join(f"{first}-{last}" if last > first else str(first) for first, last in index.dropped)
         lines.append(f"No longer recallable (the archive's size bound removed them): spans {gone}.")
     return "\n".join(lines)
+
+
+def _merged(spans: list[list[Any]]) -> list[list[Any]]:
+    """Adjacent generations without tool calls as one span: nothing to tell them apart by."""
+    merged: list[list[Any]] = []
+    for number, first, last, ids in spans:
+        if merged and not ids and not merged[-1][3] and merged[-1][2] + 1 == first:
+            merged[-1][2] = last
+        else:
+            merged.append([number, first, last, list(ids)])
+    return merged
 
 
 def _span(first: int, last: int) -> str:
