@@ -11,10 +11,13 @@ from hypothesis import strategies as st
 
 from i_compact.jsonspan import keyed_value_span, value_span
 from i_compact.reduction import (
+    _ERROR_LINE,
+    _ERROR_LINE_LOWER,
     ARRAY_CAP,
     ID_PATTERN,
     RESUME_ARGUMENTS_LIMIT,
     TOOL_RESULT_CAP,
+    _error_lines,
     find_ids,
     reduce_tool_result,
 )
@@ -252,3 +255,18 @@ def test_a_declared_omission_inside_a_resume_call_never_comes_back() -> None:
     raw = '{"a": {"resume": {"x": 1, "y": 2}}, "b": {"resume": {"x": 1, "y": 2}}}'
     assert keyed_value_span(raw, "resume", {"x": 1}, ["a"]) is None
     assert keyed_value_span(raw, "resume", {"x": 1, "y": 2}, ["a"]) == (raw.index("{", 1) + 11, raw.index("}") + 1)
+
+
+ERROR_PIECES = st.sampled_from(
+    ["error", "Error", "ERRORS", "exception", "Traceback", "failed", "FAILURE", "fatal", "panic", "exit code 1",
+     "Exit Status  3", "exit code 0", "_", "-", " ", "x", "\t", ":", "1", "é", "\u212a", "\u017f"]
+)  # fmt: skip
+
+
+@given(st.lists(ERROR_PIECES, max_size=12).map("".join))
+def test_a_line_reports_an_error_in_the_lower_cased_scan_as_in_the_case_folding_one(line: str) -> None:
+    # _error_lines matches lower-cased ASCII text without (?i): the same lines as the (?i) rule.
+    expected = _ERROR_LINE.search(line) is not None
+    assert _error_lines(line) == ([line.strip()[:300]] if expected and line.strip() else [])
+    if line.isascii():
+        assert (_ERROR_LINE_LOWER.search(line.lower()) is not None) == expected

@@ -43,6 +43,13 @@ characters. A secret name is found from its secret word: the rest of the name is
 most 100 characters back, and its value (at most 256 characters: longer is not a password) is
 matched only once the name qualifies. A 1 MB adversarial text takes well under a second.
 Case-insensitive matching and gate words are ASCII only.
+
+Real tool output is full of the secret words (``key=`` in code, ``token`` in logs and headers),
+so the constant matters as much as the linearity: the gate words are looked for by groups (one
+scan per group when none is there), and the three name patterns (flag, assignment, label) share
+one scan for their candidate names, each pattern then tried there anchored; a name's verdict is
+cached (names repeat). Each candidate costs a small, fixed number of regex calls
+(``tests/test_secrets_dense.py`` counts them).
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ import binascii
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 
 __all__ = [
@@ -92,6 +100,7 @@ class _Pattern:
     gates: tuple[str, ...]  # lower-case words; every match holds one of them
     regex: re.Pattern[str]
     check: _Check | None = None  # the secret's span in a match, None when it holds none; default: _span
+    named: bool = False  # the regex starts with _NAME: run with the other such patterns (_named_spans)
 
 
 def _compile(pattern: str) -> re.Pattern[str]:
@@ -142,6 +151,13 @@ def _words(words: tuple[str, ...], *, fold: bool = False, run: str | None = None
 _NAME = (
     "(?P<name>" + _words(("pass", "pwd", "secret", "token", "credential", "key"), fold=True) + r"[A-Za-z0-9_.-]{0,40}+)"
 )
+
+# Where a name pattern can match: a secret word, the rest of its name and the first character of
+# a separator (each name pattern's separator starts so). In an ASCII text it is looked for in the
+# lower-cased text with plain literals, which the engine scans for about twice as fast.
+_NAME_SEPARATOR = r"""(?=[ \t=]|\\?["']?[ \t]{0,8}[=:])"""
+_NAME_CANDIDATE = _compile(_NAME + _NAME_SEPARATOR)
+_NAME_CANDIDATE_LOWER = _compile(r"(?:pass|pwd|secret|token|credential|key)[a-z0-9_.-]{0,40}+" + _NAME_SEPARATOR)
 
 _REFERENCE = _compile(
     r"""(?x)
@@ -202,6 +218,7 @@ _PASS_GATES = ("passw", "passp", *(f"pass{c}" for c in "_.- \t\"'\\=:"))
 _NAME_GATES = (*_PASS_GATES, "pwd", "secret", "token", "credential", "key")
 
 
+@lru_cache(maxsize=4096)  # names repeat (``key``, ``max_tokens``): real text asks for few distinct ones
 def _is_secret_name(name: str) -> bool:
     words = [word for word in _WORD_SEPARATORS.split(name.lower()) if word]
     last = -1
@@ -236,12 +253,21 @@ def _is_value(match: re.Match[str]) -> bool:
 
 def _name_start(text: str, word: int) -> int | None:
     """Where the name holding the secret word at ``word`` starts, or None when it is too long."""
+    global _LAST_NAME_START
+    last = _LAST_NAME_START
+    if last[0] is text and last[1] == word:  # the next name pattern, at the same candidate
+        return last[2]
     start, lowest = word, max(0, word - _NAME_MAX)
     while start > lowest and text[start - 1] in _NAME_CHARS:
         start -= 1
-    if start == lowest and start and text[start - 1] in _NAME_CHARS:
-        return None
-    return start
+    found = None if start == lowest and start and text[start - 1] in _NAME_CHARS else start
+    _LAST_NAME_START = (text, word, found)  # one tuple, replaced whole: safe across threads
+    return found
+
+
+_LAST_NAME_START: tuple[str, int, int | None] = ("", -1, None)
+"""The last answer of :func:`_name_start` (holding its text, so that no other text takes its id):
+the three name patterns ask it for the same candidate, one after the other."""
 
 
 def _name(match: re.Match[str], after: str) -> str | None:
@@ -480,6 +506,7 @@ _TABLE: tuple[_Pattern, ...] = (
         _NAME_GATES,
         _compile(_NAME + r"(?:[ \t]{1,8}|=)(?!-)"),
         _flag_value,
+        named=True,
     ),
     _Pattern(
         "secret_assignment",
@@ -487,6 +514,7 @@ _TABLE: tuple[_Pattern, ...] = (
         _NAME_GATES,
         _compile(_NAME + r"""\\?["']?[ \t]{0,8}(?:={1,3}>?|:=)[ \t]{0,8}"""),
         _assigned_value,
+        named=True,
     ),
     _Pattern(
         "secret_label",
@@ -494,6 +522,7 @@ _TABLE: tuple[_Pattern, ...] = (
         _NAME_GATES,
         _compile(_NAME + r"""\\?["']?[ \t]{0,8}:(?![:=])[ \t]{0,8}"""),
         _labelled_value,
+        named=True,
     ),
 )
 
@@ -508,31 +537,46 @@ GATE_WORDS: tuple[str, ...] = tuple(
 """Lower-case words of which every secret holds one: a text whose ``lower()`` holds none has none."""
 
 
-# Each gate word under its rarest character (by English letter frequency; characters not in
-# the list are rarer still): a one-character ``in`` is a memchr, so a text without that
-# character (most short ones, for most words) is never scanned for the word.
+# Gate words are looked for by groups: words sharing a head (``pass``, ``gh``, ``gl``: 21 of the
+# 47) only once their head is there, and a head only when its rarest character (by English letter
+# frequency; characters not in the list are rarer still) is: a one-character ``in`` is a memchr.
+# A text without a gate word (most tool output) costs one scan per group, not one per word.
 _FREQUENT = " etaoinsrhdlucmfywgp-.,bv_/:kxqjz"
+_GATE_HEADS = ("pass", "gh", "gl")
 
 
 def _rarest(word: str) -> str:
     return max(word, key=lambda char: _FREQUENT.find(char) % (len(_FREQUENT) + 1))
 
 
-_GATE_BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
-    (char, tuple(word for word in sorted({g for p in _TABLE for g in p.gates}) if _rarest(word) == char))
-    for char in sorted({_rarest(g) for p in _TABLE for g in p.gates})
-)
+def _grouped(words: set[str]) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """``(rarest character of the head, head, words)`` for each group of ``words``."""
+    groups: dict[str, list[str]] = {}
+    for word in sorted(words):
+        groups.setdefault(next((head for head in _GATE_HEADS if word.startswith(head)), word), []).append(word)
+    return tuple((_rarest(head), head, tuple(group)) for head, group in groups.items())
+
+
+_GATE_GROUPS = _grouped({g for p in _TABLE for g in p.gates})
+_GATE_WORD_GROUPS = _grouped(set(GATE_WORDS))
 
 
 def _gate_words_in(lower: str) -> set[str]:
     """The gate words (of every pattern) that ``lower`` holds."""
-    return {word for char, words in _GATE_BUCKETS if char in lower for word in words if word in lower}
+    found: set[str] = set()
+    for char, head, words in _GATE_GROUPS:
+        if char in lower and head in lower:
+            found.update(word for word in words if word == head or word in lower)
+    return found
 
 
 def may_contain_secret(text: str) -> bool:
     """False when no secret can be found in ``text`` nor in any part of it (no gate word)."""
     lower = text.lower()
-    return any(word in lower for char, words in _GATE_BUCKETS if char in lower for word in words)
+    for char, head, words in _GATE_WORD_GROUPS:
+        if char in lower and head in lower and any(word == head or word in lower for word in words):
+            return True
+    return False
 
 
 def _span(match: re.Match[str]) -> tuple[int, int]:
@@ -569,9 +613,48 @@ def _spans(pattern: _Pattern, text: str) -> Iterator[tuple[int, int]]:
             position = match.start() + 1
 
 
-def _gated(text: str) -> list[tuple[int, _Pattern]]:
-    """The patterns worth running over ``text`` (one of their gate words is in it), with their rank."""
-    present = _gate_words_in(text.lower())
+def _named_spans(patterns: list[tuple[int, _Pattern]], text: str, lower: str) -> dict[int, list[tuple[int, int]]]:
+    """What :func:`_spans` gives for each of the ``named`` ``patterns`` (by rank), in one scan: they
+    share their start (:data:`_NAME`), so each candidate name is found once and each pattern is
+    only tried there, anchored, instead of each pattern scanning the text for the same words."""
+    found: dict[int, list[tuple[int, int]]] = {rank: [] for rank, _ in patterns}
+    resume = dict.fromkeys(found, 0)  # per pattern, where _spans would search next
+    # ASCII: lower-casing keeps every offset and folds exactly what the patterns' (?i) folds.
+    haystack, search = (lower, _NAME_CANDIDATE_LOWER.search) if text.isascii() else (text, _NAME_CANDIDATE.search)
+    candidate = search(haystack)
+    while candidate is not None:
+        start = candidate.start()
+        for rank, pattern in patterns:
+            if start < resume[rank] or (match := pattern.regex.match(text, start)) is None:
+                continue
+            span = (pattern.check or _span)(match)
+            if span is not None and span[0] < span[1]:
+                found[rank].append(span)
+                resume[rank] = max(match.end(), span[1])
+            else:
+                resume[rank] = start + 1
+        candidate = search(haystack, start + 1)
+    return found
+
+
+def _found(text: str) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+    """Each gated pattern's rank and spans, in rank order; the named ones computed together once."""
+    lower = text.lower()
+    gated = _gated(lower)
+    named: dict[int, list[tuple[int, int]]] | None = None
+    for rank, pattern in gated:
+        if not pattern.named:
+            yield rank, list(_spans(pattern, text))
+            continue
+        if named is None:
+            named = _named_spans([(r, p) for r, p in gated if p.named], text, lower)
+        yield rank, named[rank]
+
+
+def _gated(lower: str) -> list[tuple[int, _Pattern]]:
+    """The patterns worth running over a text (one of their gate words is in ``lower``, the text
+    lower-cased), with their rank."""
+    present = _gate_words_in(lower)
     if not present:
         return []
     return [(rank, pattern) for rank, pattern in enumerate(_TABLE) if not present.isdisjoint(pattern.gates)]
@@ -581,7 +664,7 @@ def find_secrets(text: str) -> list[SecretMatch]:
     """Every secret value in ``text``, in order; overlapping finds are merged into one span that
     is named after the pattern that comes first in :data:`DESCRIPTIONS`.
     """
-    found = sorted((start, end, rank) for rank, pattern in _gated(text) for start, end in _spans(pattern, text))
+    found = sorted((start, end, rank) for rank, spans in _found(text) for start, end in spans)
     merged: list[list[int]] = []
     for start, end, rank in found:
         if merged and start < merged[-1][1]:
@@ -595,9 +678,9 @@ def find_secrets(text: str) -> list[SecretMatch]:
 
 def contains_secret(text: str) -> str | None:
     """The name of the first pattern (in :data:`DESCRIPTIONS` order) that finds a secret in ``text``."""
-    for _, pattern in _gated(text):
-        if next(_spans(pattern, text), None) is not None:
-            return pattern.name
+    for rank, spans in _found(text):
+        if spans:
+            return _TABLE[rank].name
     return None
 
 

@@ -11,10 +11,10 @@ drops it counts), and evidence gives way first.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections import Counter
+from typing import Any, TypeAlias
 
 from i_protocol.history import is_summary, text_of
-from i_protocol.secrets import may_contain_secret
 
 from . import ledger as facts
 from .redact import redact, secret_references
@@ -51,6 +51,11 @@ _TRIM_ORDER = (
     "Blockers",
     "Next step",
 )
+_SECRET_REFS = "Secret references (values never kept)"
+_SecretRefs: TypeAlias = list[str] | tuple[str, str]
+"""A user message's secret references, or a tool result still to redact and the suffix of its items."""
+_RESULT_REFS = " in the output of {name} call {call_id}"
+"""How a tool result's secret reference ends (its spaces are the template's when the names have none)."""
 _QUOTE = 240
 EVIDENCE_RESERVE = 400
 """Bytes the record leaves for evidence when it is near the bound (at most a tenth of it)."""
@@ -109,6 +114,7 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
     if messages and is_summary(messages[0]):
         _carry(text_of(messages[0]), sections)
     users: list[str] = []
+    secret_refs: list[_SecretRefs] = []
     last_assistant = ""
     image_count = 0
     for index, message in enumerate(messages):
@@ -122,8 +128,7 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
             text = _clean(text_of(message))
             if text:
                 users.append(text)
-            for ref in secret_references(text)[:5]:
-                _add(sections, "Secret references (values never kept)", f"{ref} in a user message")
+            secret_refs.append([f"{ref} in a user message" for ref in secret_references(text)[:5]])
         elif role == "assistant":
             raw = text_of(message)
             if raw.strip():
@@ -135,7 +140,8 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
                     if _UNRUN.search(sentence):
                         _add(sections, "Checks not run", _quote(sentence, _QUOTE))
         elif role == "tool":
-            _result(message, analysis, index, sections)
+            _result(message, analysis, index, sections, secret_refs)
+    sections[_SECRET_REFS] = _newest_secret_refs(secret_refs, _CAPS[_SECRET_REFS])
     sections["Earlier user requests"] += [_quote(t, _QUOTE) for t in users[-4:-1]]
     if last_assistant:
         sections["Next step"] = [f"last assistant message: {_quote(_clean(last_assistant), 400)}"]
@@ -161,28 +167,63 @@ def _carry(text: str, sections: dict[str, list[str]]) -> None:
             sections[current].append(line[2:])
 
 
-def _result(message: dict[str, Any], analysis: Analysis, index: int, sections: dict[str, list[str]]) -> None:
+def _result(
+    message: dict[str, Any],
+    analysis: Analysis,
+    index: int,
+    sections: dict[str, list[str]],
+    secret_refs: list[_SecretRefs],
+) -> None:
     reduction = analysis.reductions.get(index)
     if reduction is None:
         return
     call_id = message.get("tool_call_id")
     name = analysis.calls.get(str(call_id), ("?", ""))[0]
-    text = reduction.text
-    # Without a gate word anywhere in the result (and no JSON escape that could spell one once
-    # decoded), no value taken from it can hold a secret: skip redacting each of them.
-    plain = bool(text) and not may_contain_secret(text) and "\\u" not in text and "\\/" not in text
-    clean = _plain_clean if plain else _clean
     for flag in reduction.truncation[:3]:
         _add(sections, "Evidence", f"PARTIAL result of {name} call {call_id}: {flag}")
-    if not plain:
-        redacted = redact(text)
-        if "[REDACTED:" in redacted:
-            for ref in secret_references(redacted)[:5]:
-                _add(sections, "Secret references (values never kept)", f"{ref} in the output of {name} call {call_id}")
+    # Redacted later, and only if its secrets can be among the newest the section keeps.
+    secret_refs.append((reduction.text, _RESULT_REFS.format(name=name, call_id=call_id)))
     for line in reduction.errors[:2]:
-        quoted = f"{name} call {call_id}: {_quote(clean(line), _QUOTE)}"
+        quoted = f"{name} call {call_id}: {_quote(_clean(line), _QUOTE)}"
         _add(sections, "Evidence", quoted)
         _add(sections, "Blockers", f"error seen in {quoted}")
+
+
+def _newest_secret_refs(entries: list[_SecretRefs], cap: int) -> list[str]:
+    """The last ``cap`` distinct secret references of ``entries`` (in message order, each item
+    where it is first mentioned), as if every tool result had been redacted.
+
+    Redacting a tool result only to name the secrets in it is the costliest step on real output,
+    and the section keeps only the newest ``cap`` items: a result whose items no other entry can
+    give (its suffix names its call, space-free and unique) is redacted newest first, only while
+    fewer than ``cap`` items are certain. Other results are redacted up front, like user messages.
+    """
+    suffixes = Counter(entry[1] for entry in entries if isinstance(entry, tuple))
+    clean = all(suffix.count(" ") == _RESULT_REFS.count(" ") for suffix in suffixes)
+    items: list[list[str] | None] = [
+        None if isinstance(entry, tuple) and clean and suffixes[entry[1]] == 1 else _secret_items(entry)
+        for entry in entries
+    ]
+    first: dict[str, int] = {}
+    for position, known in enumerate(items):
+        for item in known or ():
+            first.setdefault(item, position)
+    newest: list[str] = []
+    for position in range(len(entries) - 1, -1, -1):
+        if len(newest) >= cap:
+            break
+        known = items[position]
+        found = _secret_items(entries[position]) if known is None else [i for i in known if first[i] == position]
+        newest[:0] = found
+    return newest[-cap:]
+
+
+def _secret_items(entry: _SecretRefs) -> list[str]:
+    """An entry's distinct items in order: a user message's as they are, a result's once redacted."""
+    if isinstance(entry, list):
+        return list(dict.fromkeys(entry))
+    text, suffix = entry
+    return list(dict.fromkeys(ref + suffix for ref in secret_references(redact(text))[:5]))
 
 
 def _add(sections: dict[str, list[str]], name: str, item: str) -> None:
@@ -214,11 +255,6 @@ def _has_statement(lower: str) -> bool:
 
 def _clean(text: str) -> str:
     return redact(strip_payloads(scrub(text))).replace("continuation_summary", "continuation-summary").strip()
-
-
-def _plain_clean(text: str) -> str:
-    """:func:`_clean` for a value of an already scrubbed text known to hold no secret."""
-    return strip_payloads(text).replace("continuation_summary", "continuation-summary").strip()
 
 
 def _quote(text: str, limit: int) -> str:

@@ -22,10 +22,13 @@ def redact(text: str) -> str:
 _MARK = re.escape(secrets.MARKER).replace(re.escape("{name}"), r"(\w+)")
 _NAMED_MARK = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{1,80})[\"']?\s*[:=]\s*[\"']?" + _MARK)
 _ANY_MARK = re.compile(_MARK)
+_MARK_START = secrets.MARKER.partition("{name}")[0]
 
 
 def secret_references(redacted: str) -> list[str]:
     """Names (or kinds) of the secrets a redacted text mentions: references, never values."""
+    if _MARK_START not in redacted:  # a C scan; the name pattern would be tried at every letter
+        return []
     refs = [f"{name} ({kind})" for name, kind in _NAMED_MARK.findall(redacted)]
     if not refs:
         refs = [f"unnamed {kind}" for kind in _ANY_MARK.findall(redacted)]
