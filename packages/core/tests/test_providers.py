@@ -11,7 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from i_core.errors import ModelError
-from i_core.providers import AnthropicAdapter, DeepSeekAdapter, OpenAIAdapter, ProviderError, exchange, get_adapter
+from i_core.providers import (
+    AnthropicAdapter,
+    DeepSeekAdapter,
+    OpenAIAdapter,
+    ProviderError,
+    ResponsesAdapter,
+    exchange,
+    get_adapter,
+)
 from i_core.transport import Transport
 from i_scripted import ScriptedModel
 
@@ -63,13 +71,14 @@ def run(
 # --- selection ------------------------------------------------------------------------------------
 
 
-def test_get_adapter_names_each_protocol_and_refuses_responses_with_the_alternative() -> None:
+def test_get_adapter_names_each_protocol() -> None:
     assert isinstance(get_adapter("openai"), OpenAIAdapter)
     assert isinstance(get_adapter("deepseek"), DeepSeekAdapter)
     assert isinstance(get_adapter("anthropic"), AnthropicAdapter)
-    with pytest.raises(ProviderError, match=r'"responses".*not implemented.*use "openai"'):
-        get_adapter("responses")
-    with pytest.raises(ProviderError, match="unknown protocol 'gemini'; known protocols: openai, deepseek, anthropic"):
+    assert isinstance(get_adapter("responses"), ResponsesAdapter)
+    with pytest.raises(
+        ProviderError, match="unknown protocol 'gemini'; known protocols: openai, deepseek, anthropic, responses"
+    ):
         get_adapter("gemini")
     assert issubclass(ProviderError, ModelError)
 

@@ -167,9 +167,11 @@ def test_init_never_overwrites(dirs):
     assert all(created is False for created in dict(initialise(dirs["config"])).values())
 
 
-def test_unavailable_module_is_a_clear_error(dirs):
-    with pytest.raises(ConfigError, match="module 'responses' is not available"):
-        generate_manifest("responses", dirs["config"])
+def test_the_responses_module_is_bundled(dirs):
+    manifest = generate_manifest("responses", dirs["config"])
+    (hook,) = manifest["hooks"]
+    assert hook["module"] == "responses" and hook["events"] == ["before_request", "after_response"]
+    assert hook["exec"][-2:] == ["worker", "responses"]
 
 
 def test_load_bindings_absent_is_empty(dirs):

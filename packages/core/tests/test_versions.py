@@ -34,7 +34,7 @@ def test_installed_workers_report_their_own_versions(dirs):
         assert (row.status, row.package, row.version, row.protocol) == ("installed", dist, expected, PROTOCOL_VERSION)
         assert row.exec is not None and row.exec[0].endswith("i-" + module)
     assert (found["approval"].status, found["approval"].version) == ("bundled", __version__)
-    assert found["responses"].status == "unavailable" and not found["responses"].selected
+    assert (found["responses"].status, found["responses"].version) == ("bundled", __version__)
 
 
 def test_selection_follows_plugins_json(dirs):
@@ -100,3 +100,20 @@ def test_the_command_prints_json_and_a_table(dirs):
     table = subprocess.run([*CORE, "--runtime", "versions"], capture_output=True, text=True, timeout=60)
     assert table.returncode == 0
     assert any(line.split()[:3] == ["cache", "yes", "installed"] for line in table.stdout.splitlines())
+
+
+def test_config_json_s_provider_is_reported_over_a_bindings_one(dirs, tmp_path):
+    def program(name: str, line: str):
+        path = tmp_path / name
+        path.write_text(f"#!{sys.executable}\nprint({line!r})\n")
+        path.chmod(0o755)
+        return str(path)
+
+    bound = program("bound-provider", "bound-provider 1.0.0 (i-protocol 1)")
+    mine = program("my-provider", "my-provider 0.4.0 (i-protocol 1)")
+    (dirs["config"] / "bindings.json").write_bytes(orjson.dumps({"provider": {"exec": [bound]}}))
+    assert rows(dirs)["provider"].package == "bound-provider"
+    config = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "protocol": "ollama", "provider": {"exec": [mine]}}
+    (dirs["config"] / "config.json").write_bytes(orjson.dumps(config))
+    row = rows(dirs)["provider"]
+    assert (row.status, row.package, row.version) == ("bound", "my-provider", "0.4.0")

@@ -74,5 +74,5 @@ def test_prompt_tokens_counts_every_anthropic_block() -> None:
         + (8 + reference_tokens('{"name":"read","input_schema":{"type":"object"}}'))
     )
     assert prompt_tokens("anthropic", body) == expected
-    with pytest.raises(ValueError, match="kind must be openai or anthropic"):
+    with pytest.raises(ValueError, match="kind must be openai, anthropic or responses"):
         prompt_tokens("gemini", body)

@@ -10,7 +10,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:2] == ["--runtime", "worker"]:
         if len(args) < 3:
-            print("usage: i --runtime worker NAME [--config FILE]", file=sys.stderr)
+            print("usage: i --runtime worker NAME[,NAME...] [--config FILE (one NAME only)]", file=sys.stderr)
             return 2
         from .bundled import run
 

@@ -130,12 +130,15 @@ def cmd_compact(args: argparse.Namespace) -> int:
     from .agent import Agent, AgentOptions
     from .compaction import describe
     from .config import load_api_config
+    from .model import check_protocol
     from .runtime import Runtime
     from .session import open_session, session_path_for_name
 
     paths = paths_from_env()
     config = load_api_config(Path(args.config) if args.config else Path(paths.config_dir) / "config.json")
-    with Runtime(args.C, io_limit_bytes=config.io_limit_bytes, paths=paths) as runtime:
+    runtime = Runtime(args.C, io_limit_bytes=config.io_limit_bytes, paths=paths)
+    check_protocol(config, runtime.manifest)  # before any worker starts
+    with runtime:
         path = Path(args.session) if args.session else session_path_for_name(runtime.workspace, args.session_name)
         if not path.exists():
             raise ConfigError(f"{path}: no such session")
@@ -247,6 +250,18 @@ def cmd_versions(args: argparse.Namespace) -> int:
     return run_command(json=args.json)
 
 
+def cmd_logo(args: argparse.Namespace) -> int:
+    """Print the brand's glyph: ANSI colour, ``--plain`` (no escapes), ``--ascii``, or ``--svg``."""
+    from .brand import can_draw_blocks, render_svg, render_text
+
+    if args.svg:
+        sys.stdout.write(render_svg())
+        return 0
+    color = not args.plain and "NO_COLOR" not in os.environ
+    sys.stdout.write(render_text(color=color, ascii_only=args.ascii or not can_draw_blocks(sys.stdout)))
+    return 0
+
+
 def _runtime_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="i --runtime", description="Runtime commands of i.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -302,7 +317,16 @@ def _runtime_parser() -> argparse.ArgumentParser:
     versions = sub.add_parser("versions", help="every module's program, package, version and protocol")
     versions.add_argument("--json", action="store_true", help="machine-readable output")
     versions.set_defaults(func=cmd_versions)
-    sub.add_parser("worker", help="run a worker bundled in the core: approval, prompts, skills, steering")
+    logo = sub.add_parser("logo", help="print the logo (ANSI colour; NO_COLOR turns colour off)")
+    logo.add_argument("--plain", action="store_true", help="no colour, no escape sequences")
+    logo.add_argument("--ascii", action="store_true", help="ASCII characters only")
+    logo.add_argument("--svg", action="store_true", help="an SVG document instead")
+    logo.set_defaults(func=cmd_logo)
+    sub.add_parser(
+        "worker",
+        help="run a worker bundled in the core (approval, prompts, skills, steering, responses, smoke), "
+        "or several in one process: approval,prompts,skills",
+    )
     return parser
 
 

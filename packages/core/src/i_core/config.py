@@ -4,20 +4,26 @@ Credentials are only ever referenced: ``api_key_env`` names an environment varia
 key in the file is refused: a field whose name looks like a credential anywhere in the file (top
 level, and the keys of ``extra_body`` and ``budget`` at any depth), and a query parameter of
 ``base_url`` that looks like one. Names are compared case-insensitively without ``-``/``_``.
+
+``provider: {exec, cwd?, api_key_env?}`` binds a provider worker (``providers/worker.py``); it wins
+over a manifest's or bindings.json's provider. With a provider bound, ``protocol`` may be any
+non-empty string: it is passed through to the provider (seed 001 §4); without one, only the
+built-in protocols work (``ModelClient`` says so before any request).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from .errors import ConfigError, blocking_file
 from .archive import DEFAULT_MAX_BYTES as DEFAULT_ARCHIVE_MAX_BYTES
+from .errors import ConfigError, blocking_file
 from .jsonfile import read_json_object
+from .manifest import Exec, parse_exec
 from .providers.reply import RESERVED_FIELDS
 
 PROTOCOLS = ("openai", "deepseek", "anthropic", "responses")
@@ -39,7 +45,9 @@ _TOP_FIELDS = {
     "stream",
     "timeout",
     "retries",
+    "provider",
 }
+_PROVIDER_FIELDS = ("exec", "cwd", "api_key_env")
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ class ApiConfig:
     source: str = "config.json"
     archive_max_bytes: int = DEFAULT_ARCHIVE_MAX_BYTES
     """The size bound of each session's archive of compacted messages (``archive.py``)."""
+    provider: Exec | None = None
+    """The provider worker config.json binds, resolved against its folder (None: none named here)."""
 
     def api_key(self, environ: dict[str, str] | None = None) -> str | None:
         """The key read from the named environment variable at call time (never stored)."""
@@ -153,6 +163,32 @@ def _budget(raw: object, where: str) -> dict[str, Any]:
     return dict(raw)
 
 
+def _env_name(value: object, where: str, source: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not _ENV_NAME.fullmatch(value)):
+        raise ConfigError(f"{source}: {where} must be the NAME of an environment variable, got {value!r}")
+    return value
+
+
+def _provider(raw: object, source: str) -> Exec | None:
+    """config.json's ``provider``: its program resolved like a manifest entry's, relative to the file's folder.
+
+    ``api_key_env`` is the one exception to the worker environment allow-list: that variable (and
+    no other credential) reaches the provider's process, under its own name.
+    """
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: provider must be an object with exec, optional cwd and api_key_env")
+    unknown = sorted(set(raw) - set(_PROVIDER_FIELDS))
+    if unknown:
+        raise ConfigError(
+            f"{source}: provider has unknown field(s): {', '.join(unknown)}; known: exec, cwd, api_key_env"
+        )
+    key_env = _env_name(raw.get("api_key_env"), "provider.api_key_env", source)
+    spec = parse_exec(raw, Path(source).absolute().parent, f"{source}: provider")
+    return replace(spec, env=(key_env,)) if key_env else spec
+
+
 def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiConfig:
     """Validate a config.json object; every problem is a ConfigError naming the field."""
     _refuse_credentials(raw, source)
@@ -160,8 +196,11 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
     if unknown:
         raise ConfigError(f"{source}: unknown field(s): {', '.join(unknown)}")
     protocol = raw.get("protocol", "openai")
-    if protocol not in PROTOCOLS:
-        raise ConfigError(f"{source}: protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    if not isinstance(protocol, str) or not protocol.strip():
+        raise ConfigError(
+            f"{source}: protocol must be one of {', '.join(PROTOCOLS)} (or, with a provider worker, "
+            f"any non-empty string), got {protocol!r}"
+        )
     base_url = raw.get("base_url")
     parts = urlsplit(base_url) if isinstance(base_url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
@@ -173,9 +212,7 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
     model = raw.get("model")
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(f"{source}: model must be a non-empty string")
-    api_key_env = raw.get("api_key_env")
-    if api_key_env is not None and (not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env)):
-        raise ConfigError(f"{source}: api_key_env must be the NAME of an environment variable, got {api_key_env!r}")
+    api_key_env = _env_name(raw.get("api_key_env"), "api_key_env", source)
     max_tokens = _int(raw, "max_tokens", source, 1, 10_000_000, 4096)
     use_max_tokens = raw.get("use_max_tokens", False)
     if not isinstance(use_max_tokens, bool):
@@ -211,6 +248,7 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
         retries=retries,
         source=source,
         archive_max_bytes=archive_max_bytes,
+        provider=_provider(raw.get("provider"), source),
     )
 
 

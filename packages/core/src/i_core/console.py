@@ -29,7 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="i",
         description="i: an agent runtime for the terminal.",
-        epilog="Runtime commands: i --runtime {init,manifest,paths,hook,compact,sessions,cache-report,worker} --help",
+        epilog="Runtime commands: i --runtime "
+        "{init,manifest,paths,hook,compact,sessions,cache-report,check,versions,worker,logo} --help",
     )
     parser.add_argument("task", nargs="*", help="the task; without it, a console (TTY) or one request per stdin line")
     parser.add_argument("-C", dest="workspace", default=".", metavar="DIR", help="the project folder (default: .)")
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-stream", action="store_true", help="wait for whole replies instead of streaming")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    parser.add_argument("--no-logo", action="store_true", help="no logo when the console opens on a terminal")
     parser.add_argument(
         "--json",
         action="store_true",
@@ -381,6 +383,7 @@ def run_console(argv: list[str]) -> int:
     from .agent import Agent, AgentOptions
     from .config import load_api_config
     from .hooks import HookRunner
+    from .model import check_protocol
     from .runtime import Runtime
     from .selection import with_steering
     from .session import open_session
@@ -402,6 +405,7 @@ def run_console(argv: list[str]) -> int:
     manifest = Path(args.manifest) if args.manifest else None
     interactive = not args.task and sys.stdin.isatty() and sys.stderr.isatty()
     runtime = Runtime(args.workspace, manifest_path=manifest, io_limit_bytes=config.io_limit_bytes, paths=paths)
+    check_protocol(config, runtime.manifest)  # before any worker starts
     if args.continue_:
         session_file = _continue_path(runtime.workspace, runtime.workspace_id, runtime.state_dir)
     else:
@@ -439,6 +443,8 @@ def run_console(argv: list[str]) -> int:
         answer: str | None = None
         failure: BaseException | None = None
         try:
+            if interactive and not args.no_logo:
+                _logo(screen)
             agent.start()
             if args.continue_ and not args.quiet:
                 screen.note(f"[i] continuing {session.path} ({len(session.messages)} messages)", dim=True)
@@ -495,6 +501,13 @@ class _UsageMeter:
             return reply
 
         model.complete = counted  # type: ignore[method-assign,assignment]
+
+
+def _logo(screen: Screen) -> None:
+    """The brand on stderr as the console opens (a TTY only; never part of a prompt or the history)."""
+    from .brand import can_draw_blocks, render_text
+
+    screen.note(render_text(color=screen.color, ascii_only=not can_draw_blocks(screen.err)), end="")
 
 
 def _print_json_result(

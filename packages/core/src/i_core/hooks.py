@@ -12,8 +12,22 @@ from typing import Any
 
 from .errors import HookResultError, WorkerFailure
 from .hook_results import CHECKS, Checker, ToolResult
-from .manifest import HookEntry, Manifest, ToolEntry
+from .manifest import Exec, HookEntry, Manifest, ToolEntry
 from .pool import WorkerPool, describe_worker
+
+FIRST_REQUEST_EVENTS = (
+    "tools_list",
+    "session_load",
+    "system_prompt",
+    "user_input",
+    "before_turn",
+    "context_budget",
+    "before_request",
+)
+"""The events a session fires up to its first model request (``session_load`` for a saved session,
+``system_prompt`` for a new one). Their workers start together when a session starts; every other
+worker (a tool's, the compactor, ``tool_approval``, ``after_*``) starts at its first call, so a run
+never starts a process it does not use."""
 
 
 class HookRunner:
@@ -32,6 +46,14 @@ class HookRunner:
         if found is None:
             found = self._by_event[event] = self.manifest.hooks_for(event)
         return found
+
+    def workers_for(self, events: tuple[str, ...]) -> list[Exec]:
+        """The distinct worker programs subscribed to any of ``events``, in first-use order."""
+        found: dict[tuple[tuple[str, ...], str], Exec] = {}
+        for event in events:
+            for hook in self.subscribers(event):
+                found.setdefault(hook.exec.key, hook.exec)
+        return list(found.values())
 
     def has(self, event: str) -> bool:
         """True when at least one hook handles ``event`` (for decisions, not to guard ``run``)."""

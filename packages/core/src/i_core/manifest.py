@@ -32,6 +32,9 @@ class Exec:
 
     argv: tuple[str, ...]
     cwd: str
+    env: tuple[str, ...] = ()
+    """Environment variables passed to this worker beyond the allow-list: only ever the one a
+    config.json ``provider`` names in its ``api_key_env`` (the documented credential exception)."""
 
     @property
     def key(self) -> tuple[tuple[str, ...], str]:
@@ -144,7 +147,8 @@ def resolve_exec(argv: list[str], cwd: str, where: str, search_path: str | None 
     return (resolved, *argv[1:])
 
 
-def _parse_exec(entry: dict[str, Any], base_dir: Path, where: str) -> Exec:
+def parse_exec(entry: dict[str, Any], base_dir: Path, where: str) -> Exec:
+    """The ``exec``/``cwd`` of one entry resolved: cwd against ``base_dir``, argv[0] to an absolute path."""
     cwd = resolve_cwd(entry.get("cwd"), base_dir, where)
     try:
         argv = require_argv(entry, "exec", file=None, at=where)  # ``where`` already names the file
@@ -172,7 +176,7 @@ def _parse_tool(entry: object, base_dir: Path, where: str, seen: set[str]) -> To
         raise ConfigError(f'{where}.parameters must be a JSON schema object with "type": "object"')
     module = entry.get("module")
     return ToolEntry(
-        name, description, parameters, _parse_exec(entry, base_dir, where), module if isinstance(module, str) else None
+        name, description, parameters, parse_exec(entry, base_dir, where), module if isinstance(module, str) else None
     )
 
 
@@ -186,7 +190,7 @@ def _parse_hook(entry: object, base_dir: Path, where: str) -> HookEntry:
         if event != "*" and event not in EVENTS:
             raise ConfigError(f"{where}.events: unknown event {event!r}; known events: {', '.join(EVENTS)}, *")
     module = entry.get("module")
-    return HookEntry(tuple(events), _parse_exec(entry, base_dir, where), module if isinstance(module, str) else None)
+    return HookEntry(tuple(events), parse_exec(entry, base_dir, where), module if isinstance(module, str) else None)
 
 
 def parse_manifest(raw: dict[str, Any], base_dir: Path, source: str) -> Manifest:
@@ -208,7 +212,7 @@ def parse_manifest(raw: dict[str, Any], base_dir: Path, source: str) -> Manifest
     if provider_raw is not None:
         if not isinstance(provider_raw, dict):
             raise ConfigError(f"{source}: provider must be an object with exec and optional cwd")
-        provider = _parse_exec(provider_raw, base_dir, f"{source}: provider")
+        provider = parse_exec(provider_raw, base_dir, f"{source}: provider")
     return Manifest(tools=tools, hooks=hooks, provider=provider, source=source)
 
 
@@ -218,7 +222,7 @@ def with_hook(manifest: Manifest, entry: dict[str, Any], base_dir: Path) -> Mani
     if not isinstance(events, list) or not events or not all(isinstance(e, str) for e in events):
         raise ConfigError(f"{manifest.source}: an injected hook needs a non-empty events list")
     hook = HookEntry(
-        events=tuple(events), exec=_parse_exec(entry, base_dir, "injected hook"), module=entry.get("module")
+        events=tuple(events), exec=parse_exec(entry, base_dir, "injected hook"), module=entry.get("module")
     )
     return Manifest(
         tools=manifest.tools, hooks=(*manifest.hooks, hook), provider=manifest.provider, source=manifest.source

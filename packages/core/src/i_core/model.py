@@ -2,6 +2,8 @@
 
 Hooks may change the request body but never its origin; ``request_meta`` travels from
 ``before_request`` to ``request_retry`` and ``after_response`` and is never sent to the model.
+With a provider worker bound (``providers/worker.py``) the exchange is one ``provider_request``
+through the pool instead of HTTP, never the built-in adapter, and never streamed.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Any
 from .config import ApiConfig
 from .hook_results import RequestChange
 from .hooks import HookRunner
-from .providers import ModelReply, get_adapter
+from .manifest import Manifest
+from .providers import Adapter, ModelReply, get_adapter, require_protocol_modules
 from .transport import Transport
 
 
@@ -20,10 +23,15 @@ class ModelClient:
     """Talks to the configured model through the adapter of its protocol."""
 
     def __init__(self, config: ApiConfig, hooks: HookRunner, *, stream: bool | None = None) -> None:
+        from .selection import bound_provider
+
         self.config = config
         self.hooks = hooks
-        self.adapter = get_adapter(config.protocol)
-        self.stream = config.stream if stream is None else stream
+        check_protocol(config, hooks.manifest)
+        self.provider = bound_provider(config, hooks.manifest)
+        self.adapter: Adapter | None = None if self.provider is not None else get_adapter(config.protocol)
+        # No streaming through a provider in this version: the console prints the whole answer.
+        self.stream = False if self.provider is not None else config.stream if stream is None else stream
         self.transport = Transport(timeout=config.timeout, retries=config.retries)
         self.requests = 0
         self.retries = 0
@@ -42,16 +50,28 @@ class ModelClient:
         max_tokens: int | None = None,
     ) -> ModelReply:
         """Send ``history`` (and tool schemas) and return the parsed reply."""
-        url = self.adapter.url(self.config.base_url)
-        body = self.adapter.build_body(
-            model=self.config.model,
-            history=history,
-            tools=tools,
-            max_tokens=max_tokens or self.config.max_tokens,
-            use_max_tokens=self.config.use_max_tokens,
-            stream=self.stream,
-            extra_body=self.config.extra_body,
-        )
+        if self.adapter is None:
+            from .providers.worker import provider_body
+
+            url = self.config.base_url
+            body = provider_body(
+                model=self.config.model,
+                history=history,
+                tools=tools,
+                max_tokens=max_tokens or self.config.max_tokens,
+                extra_body=self.config.extra_body,
+            )
+        else:
+            url = self.adapter.url(self.config.base_url)
+            body = self.adapter.build_body(
+                model=self.config.model,
+                history=history,
+                tools=tools,
+                max_tokens=max_tokens or self.config.max_tokens,
+                use_max_tokens=self.config.use_max_tokens,
+                stream=self.stream,
+                extra_body=self.config.extra_body,
+            )
         prepared: RequestChange = self.hooks.checked(
             "before_request",
             {
@@ -64,7 +84,6 @@ class ModelClient:
             },
         )
         url, body, meta = prepared.url, prepared.body, prepared.meta
-        headers = self.adapter.headers(self.config.api_key())
 
         def on_retry(attempt: int, reason: str) -> None:
             self.retries += 1
@@ -73,10 +92,11 @@ class ModelClient:
                 {"request_meta": meta, "attempt": attempt, "reason": reason, "protocol": self.config.protocol},
             )
 
-        def on_raw(response: dict[str, Any]) -> None:
+        def on_raw(response: dict[str, Any]) -> dict[str, Any]:
             # Observers see the provider's answer before the adapter validates it (seed 001 §6), so
-            # usage is recorded even for a reply the adapter then rejects.
-            self.hooks.run(
+            # usage is recorded even for a reply the adapter then rejects. For ``responses`` the
+            # chain's answer is the reply: the responses module converts it last.
+            return self.hooks.run(
                 "after_response",
                 {
                     "response": response,
@@ -87,10 +107,54 @@ class ModelClient:
             )
 
         self.requests += 1
-        from .providers import exchange
+        if self.adapter is None:
+            assert self.provider is not None
+            from .providers.worker import provider_exchange
 
-        reply = exchange(
-            self.adapter, self.transport, url, body, headers, on_retry=on_retry, on_text=on_text, on_raw=on_raw
-        )
+            request = {
+                "url": url,
+                "body": body,
+                "protocol": self.config.protocol,
+                "model": self.config.model,
+                "timeout": self.config.timeout,
+                "request_meta": meta,
+            }
+            reply = provider_exchange(
+                self.hooks.pool,
+                self.provider,
+                self.hooks.context,
+                request,
+                timeout=self.config.timeout,
+                on_retry=on_retry,
+                on_raw=on_raw,
+            )
+        else:
+            from .providers import exchange
+
+            headers = self.adapter.headers(self.config.api_key())
+            reply = exchange(
+                self.adapter, self.transport, url, body, headers, on_retry=on_retry, on_text=on_text, on_raw=on_raw
+            )
         self.last_usage = reply.usage
         return reply
+
+
+def check_protocol(config: ApiConfig, manifest: Manifest) -> None:
+    """Refuse a protocol the core cannot speak with ``manifest``: called before any worker starts.
+
+    With a provider bound any protocol is the provider's to interpret; without one it must be
+    built in, and ``responses`` needs its wire module in the manifest.
+    """
+    from .config import PROTOCOLS
+    from .errors import ConfigError
+    from .selection import bound_provider
+
+    if bound_provider(config, manifest) is not None:
+        return
+    if config.protocol not in PROTOCOLS:
+        raise ConfigError(
+            f"{config.source}: protocol {config.protocol!r} is not built in ({', '.join(PROTOCOLS)}); "
+            "another protocol needs a provider worker: config.json provider, the manifest's provider "
+            "or a bindings.json provider binding"
+        )
+    require_protocol_modules(config.protocol, manifest)

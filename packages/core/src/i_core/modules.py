@@ -21,9 +21,15 @@ class ModuleSpec:
     package: str | None = None  # pip distribution of an external worker
     script: str | None = None  # its console script
     bundled: bool = False  # runs as `i --runtime worker NAME`
-    available: bool = True
     only_with: str | None = None
     """A file in config_dir without which a profile skips the module (mcp.json: no servers, nothing to run)."""
+    ahead: tuple[str, ...] = ()
+    """Of ``events``, those whose hook entry goes ahead of every other module's hooks: observers that
+    must see the provider's own answer before a wire adapter converts or rejects it (seed 001 §6)."""
+
+    def hook_groups(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the ``ahead`` events, the other events): one manifest hook entry each when not empty."""
+        return self.ahead, tuple(event for event in self.events if event not in self.ahead)
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -86,14 +92,19 @@ MODULES: dict[str, ModuleSpec] = {
         ModuleSpec("web", tools=_WEB_TOOLS, package="i-worker-web", script="i-web"),
         # Tools found at run time (tools_list), called through the same worker; only with servers to run.
         ModuleSpec("mcp", events=("tools_list",), package="i-worker-mcp", script="i-mcp", only_with="mcp.json"),
-        # Cache preparation must run after any wire transformation (responses) in before_request.
+        # Cache preparation runs after the wire transform (responses, listed before it in a profile)
+        # in before_request; its observation runs ahead of every hook, before responses converts or
+        # rejects the answer in after_response.
         ModuleSpec(
             "cache",
             events=("before_request", "request_retry", "after_response"),
             package="i-worker-cache",
             script="i-cache",
+            ahead=("after_response",),
         ),
-        ModuleSpec("responses", events=("before_request", "after_response"), bundled=True, available=False),
+        ModuleSpec("responses", events=("before_request", "after_response"), bundled=True),
+        # The connectivity check (seed 001 §10): no tools, a small output cap, tool-call replies refused.
+        ModuleSpec("smoke", events=("before_request", "after_response"), bundled=True),
         # Injected by the interactive console whatever the profile (never part of one): lines typed
         # while the model works, from the queue file named by an appended `--queue PATH`.
         ModuleSpec("steering", events=("before_turn", "after_save"), bundled=True),
@@ -117,7 +128,17 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "responses": ("responses",),
     "responses-budget": ("responses", "budget"),
     "responses-compact": ("responses", "budget", "compact"),
+    "smoke": ("smoke", "cache"),
+    "smoke-thinking": ("smoke", "cache"),
 }
+
+PROFILE_ARGS: dict[str, dict[str, tuple[str, ...]]] = {
+    "smoke": {"cache": ("smoke",)},
+    "smoke-thinking": {"smoke": ("--output-cap", "1024"), "cache": ("smoke",)},
+}
+"""Arguments a profile appends to a module's official program (never to a bindings.json binding,
+whose argv is the user's): the smoke profiles' cap, and the cache worker's `smoke` mode (observe
+only, statistics in metrics/smoke-cache.json, whatever cache.json says)."""
 
 
 CONSOLE_MODULES = ("steering",)

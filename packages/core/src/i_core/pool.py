@@ -119,8 +119,10 @@ class WorkerPool:
         self.closed = False
 
     def _spawn_process(self, spec: Exec) -> WorkerProcess:
+        # A provider's explicitly named api_key_env is the one variable beyond the allow-list (SPEC §3.2).
+        env = {**self._env, **{name: os.environ[name] for name in spec.env if name in os.environ}}
         return WorkerProcess.spawn(
-            spec.argv, cwd=spec.cwd, env=self._env, stderr_limit=self._io_limit, name=worker_name(spec.argv)
+            spec.argv, cwd=spec.cwd, env=env, stderr_limit=self._io_limit, name=worker_name(spec.argv)
         )
 
     def start(self, specs: Iterable[Exec]) -> None:
@@ -157,8 +159,10 @@ class WorkerPool:
         context: Mapping[str, Any] | None = None,
         *,
         module: str | None = None,
+        deadline: float | None = None,
     ) -> dict[str, Any]:
-        """One call under the deadline; on any failure the worker is evicted and killed.
+        """One call under the deadline (``deadline`` seconds instead of the pool's, for a provider's
+        ``provider_request``: SPEC §3.4); on any failure the worker is evicted and killed.
 
         ``module`` names the worker in the one ``WorkerFailure`` a failure becomes (with the
         host's ``CallError`` as its cause): ``hook failed on 'EVENT': worker MODULE (COMMAND) PROBLEM``,
@@ -167,11 +171,13 @@ class WorkerPool:
         worker: HostedWorker | None = None
         try:
             worker = self._get(spec)
-            return worker.call(event, data, context=context, timeout=self.deadline)
+            return worker.call(event, data, context=context, timeout=deadline or self.deadline)
         except CallError as exc:
             if worker is not None:
                 self._evict(spec, worker)
             what = f"tool {data.get('name')!r} failed" if event == "tool" else f"hook failed on {event!r}"
+            if event == "provider_request":
+                what = "the model provider failed (no built-in adapter is used instead)"
             raise WorkerFailure(f"{what}: worker {describe_worker(spec, module)} {exc.problem}") from exc
 
     def _evict(self, spec: Exec, worker: HostedWorker) -> None:

@@ -1,8 +1,16 @@
 """A running core: directories, workspace identity, the active manifest, the pool and its hooks.
 
-Used as a context manager: entering starts every worker of the manifest at once (concurrently)
-and adds the tools that ``tools_list`` subscribers announce (MCP servers) to the manifest;
-leaving — normally, on an error, on Ctrl-C or on SIGTERM — shuts the whole pool down.
+Used as a context manager: entering starts, concurrently, the workers of the events up to the
+first model request (``hooks.FIRST_REQUEST_EVENTS``) and adds the tools that ``tools_list``
+subscribers announce (MCP servers) to the manifest; every other worker starts at its first call
+(a tool's worker when the model first calls one of its tools), so a one-shot run pays only for the
+processes its first request needs. Leaving — normally, on an error, on Ctrl-C or on SIGTERM —
+shuts the whole pool down.
+
+A worker that cannot even be spawned (a missing or non-executable program, a missing cwd) is
+still reported before the first request, started or not: loading the manifest resolves every
+entry's program and cwd and refuses the run. A worker that starts but fails is reported by its
+first call, with that call's context, as it always was.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from i_protocol import Paths, ProtocolError, paths_from_env
 from i_protocol.workspace import canonical_workspace, workspace_id_for, workspace_state_dir
 
 from .errors import ConfigError
-from .hooks import HookRunner
+from .hooks import FIRST_REQUEST_EVENTS, HookRunner
 from .manifest import Manifest
 from .pool import DEFAULT_IO_LIMIT, WorkerPool
 from .selection import load_active_manifest
@@ -57,7 +65,7 @@ class Runtime:
             self._previous_sigterm = signal.signal(signal.SIGTERM, _sigterm_to_exit)
         except ValueError:  # not the main thread: the caller owns signal handling
             self._previous_sigterm = None
-        self.pool.start(self.manifest.execs())
+        self.pool.start(self.hooks.workers_for(FIRST_REQUEST_EVENTS))
         try:
             self.manifest = self.hooks.announce_tools()
         except BaseException:

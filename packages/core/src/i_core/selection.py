@@ -9,14 +9,17 @@ authoritative and never rewritten.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
-from .executables import module_exec
+from .executables import bundle, module_exec
 from .jsonfile import read_json_object, read_optional_json_object
-from .manifest import Manifest, parse_manifest
-from .modules import MODULES, PROFILES
+from .manifest import Exec, Manifest, parse_manifest
+from .modules import MODULES, PROFILE_ARGS, PROFILES
 from .plugins import load_bindings, load_plugins
+
+if TYPE_CHECKING:
+    from .config import ApiConfig
 
 
 def generate_manifest(
@@ -28,22 +31,32 @@ def generate_manifest(
     bindings = load_bindings(config_dir) if bindings is None else bindings
     skip = set(disabled or ())
     tools: list[dict[str, Any]] = []
+    ahead: list[dict[str, Any]] = []  # entries of events a module observes before every other hook
     hooks: list[dict[str, Any]] = []
-    for module in PROFILES[profile]:
-        if module in skip:
-            continue
+    selected = [module for module in PROFILES[profile] if module not in skip and _runs_here(module, config_dir)]
+    # The bundled modules that share one process (not those this profile gives arguments of their own).
+    together = bundle(selected, bindings, alone=tuple(PROFILE_ARGS.get(profile, {})))
+    for module in selected:
         spec = MODULES[module]
-        if spec.only_with is not None and not (config_dir / spec.only_with).is_file():
-            continue
-        where = module_exec(module, bindings, config_dir)
-        if spec.events:
-            hooks.append({"events": list(spec.events), **where, "module": module})
+        where = module_exec(module, bindings, config_dir, together)
+        extra = () if module in bindings else PROFILE_ARGS.get(profile, {}).get(module, ())
+        if extra:
+            where = {**where, "exec": [*where["exec"], *extra]}
+        for group, events in zip((ahead, hooks), spec.hook_groups(), strict=True):
+            if events:
+                group.append({"events": list(events), **where, "module": module})
         for tool in spec.tools:
             tools.append({**tool, **where, "module": module})
-    manifest: dict[str, Any] = {"tools": tools, "hooks": hooks}
+    manifest: dict[str, Any] = {"tools": tools, "hooks": [*ahead, *hooks]}
     if "provider" in bindings:
         manifest["provider"] = dict(bindings["provider"])
     return manifest
+
+
+def _runs_here(module: str, config_dir: Path) -> bool:
+    """False for a module that needs a file of ``config_dir`` which is missing (mcp.json: no servers)."""
+    needs = MODULES[module].only_with
+    return needs is None or (config_dir / needs).is_file()
 
 
 def with_steering(manifest: Manifest, config_dir: Path, queue: Path) -> Manifest:
@@ -101,3 +114,9 @@ def _resolve_builtin(raw: dict[str, Any], path: Path, config_dir: Path) -> Manif
     elif "provider" in generated:
         merged["provider"] = generated["provider"]
     return parse_manifest(merged, path.parent, str(path))
+
+
+def bound_provider(config: ApiConfig, manifest: Manifest) -> Exec | None:
+    """The provider worker a session's model requests go to: config.json's ``provider``, else the
+    manifest's top-level ``provider`` (which already won over a bindings.json binding), else none."""
+    return config.provider if config.provider is not None else manifest.provider

@@ -21,6 +21,7 @@ from i_protocol import PROTOCOL_VERSION, paths_from_env
 from .__about__ import __version__
 from .errors import ConfigError
 from .executables import core_worker_argv, find_script
+from .manifest import Exec
 from .modules import CONSOLE_MODULES, MODULES, PROFILES
 from .plugins import load_bindings, load_plugins
 
@@ -35,7 +36,7 @@ class ModuleVersion:
     module: str
     selected: bool
     status: str
-    """``bound``, ``bundled``, ``installed``, ``missing`` or ``unavailable``."""
+    """``bound``, ``bundled``, ``installed`` or ``missing``."""
     exec: list[str] | None
     package: str | None
     version: str | None
@@ -94,9 +95,23 @@ def module_versions(config_dir: Path) -> list[ModuleVersion]:
     names = sorted(MODULES, key=lambda m: (m not in selected, m))
     with ThreadPoolExecutor(max_workers=8) as pool:
         rows = list(pool.map(lambda m: _row(m, m in selected, bindings), names))
-    if "provider" in bindings:
+    configured = _configured_provider(config_dir)
+    if configured is not None:  # config.json's provider wins over a bindings.json one (selection.bound_provider)
+        rows.append(_row("provider", True, {"provider": {"exec": list(configured.argv), "cwd": configured.cwd}}))
+    elif "provider" in bindings:
         rows.append(_row("provider", True, bindings))
     return rows
+
+
+def _configured_provider(config_dir: Path) -> Exec | None:
+    """config.json's provider worker, when the file names one (an unreadable config names none here:
+    the run itself reports it)."""
+    from .config import load_api_config
+
+    try:
+        return load_api_config(config_dir / "config.json").provider
+    except (ConfigError, OSError):
+        return None
 
 
 def _row(module: str, selected: bool, bindings: dict[str, dict[str, str]]) -> ModuleVersion:
@@ -105,8 +120,6 @@ def _row(module: str, selected: bool, bindings: dict[str, dict[str, str]]) -> Mo
         package, version, protocol, problem = ask_version(argv, bindings[module].get("cwd"))
         return ModuleVersion(module, selected, "bound", argv, package, version, protocol, problem)
     spec = MODULES[module]
-    if not spec.available:
-        return ModuleVersion(module, selected, "unavailable", None, None, None, None, "not in this version of i-core")
     if spec.bundled:
         return ModuleVersion(
             module, selected, "bundled", core_worker_argv(module), "i-core", __version__, PROTOCOL_VERSION
@@ -156,5 +169,5 @@ def run_command(*, json: bool) -> int:
         widths = [max(len(line[c]) for line in table) for c in range(6)]
         for line in table:
             print("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(line[:6])) + "  " + line[6])
-    broken = [r for r in rows if r.selected and (r.status in ("missing", "unavailable") or r.problem)]
+    broken = [r for r in rows if r.selected and (r.status == "missing" or r.problem)]
     return EXIT_WORKER if broken else 0

@@ -7,9 +7,10 @@ contracts every package uses live in their own modules, imported where needed:
 ``i_protocol.files`` (bounded reads, locked updates), ``i_protocol.settings`` (field checks).
 """
 
+from typing import TYPE_CHECKING
+
 from .__about__ import PROTOCOL_VERSION, __version__
 from .atomic import atomic_write_bytes
-from .budget import BudgetVerdict
 from .config import WorkerConfig
 from .context import Paths, paths_from_env, paths_from_request, validate_paths
 from .errors import (
@@ -31,6 +32,20 @@ from .errors import (
 )
 from .framing import MAX_FRAME_BYTES, decode_frame, encode_frame
 from .worker import Request, Worker
+
+if TYPE_CHECKING:
+    from .budget import BudgetVerdict
+
+
+def __getattr__(name: str) -> object:
+    # What a worker's first frame does not need is imported on first use: ``BudgetVerdict`` (a
+    # dataclass module) is the budget's and the core's, not every worker's start-up.
+    if name == "BudgetVerdict":
+        from .budget import BudgetVerdict
+
+        return BudgetVerdict
+    raise AttributeError(f"module 'i_protocol' has no attribute {name!r}")
+
 
 __all__ = [
     "MAX_FRAME_BYTES",

@@ -9,6 +9,8 @@ does not fit is refused before any generation, with the body of the server being
   is accepted and would stop at the context end); ``exceed_context_size_error`` with the counts.
 - ``vllm``: prompt >= N, or prompt + max_tokens > N when max_tokens is given (vLLM's current
   ``BadRequestError`` messages).
+- ``responses`` (OpenAI Responses API): prompt > N, or prompt + max_output_tokens > N;
+  ``context_length_exceeded`` with ``param: "input"`` and OpenAI's wording, which gives no counts.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-CONTEXT_STYLES = ("openai", "anthropic", "llamacpp", "vllm")
+CONTEXT_STYLES = ("openai", "anthropic", "llamacpp", "vllm", "responses")
 
 
 def _openai_overflow(window: int, prompt: int, output: int | None) -> dict[str, Any] | None:
@@ -104,11 +106,25 @@ def _vllm_overflow(window: int, prompt: int, output: int | None) -> dict[str, An
     }
 
 
+def _responses_overflow(window: int, prompt: int, output: int | None) -> dict[str, Any] | None:
+    if prompt + (output or 0) <= window:
+        return None
+    return {
+        "error": {
+            "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+            "type": "invalid_request_error",
+            "param": "input",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
 _OVERFLOW: dict[str, Callable[[int, int, int | None], dict[str, Any] | None]] = {
     "openai": _openai_overflow,
     "anthropic": _anthropic_overflow,
     "llamacpp": _llamacpp_overflow,
     "vllm": _vllm_overflow,
+    "responses": _responses_overflow,
 }
 
 

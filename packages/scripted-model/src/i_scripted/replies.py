@@ -1,10 +1,10 @@
-"""What both wires' replies share: the step's text as sent, the output cap, output tokens.
+"""What every wire's replies share: the step's text as sent, the output cap, output tokens.
 
 - A step's ``text`` may hold ``{{last_tool_result}}`` and ``{{last_user_message}}``, filled in
-  from the request (either wire format).
+  from the request (any wire format).
 - Output tokens: the reply text + reasoning + each tool call's name and arguments, at least 1. A
-  text longer than the request's ``max_completion_tokens``/``max_tokens`` is cut at that many
-  tokens and finishes with ``length``, as a real server does.
+  text longer than the request's ``max_output_tokens``/``max_completion_tokens``/``max_tokens`` is
+  cut at that many tokens and finishes with ``length``, as a real server does.
 - Streaming replies split text, reasoning and tool-call arguments into several deltas (``pieces``).
 """
 
@@ -31,8 +31,27 @@ def _wire_text(content: Any) -> str:
     return ""
 
 
+def _responses_last(request: dict[str, Any], what: str) -> str:
+    """The last tool output or the last user text of a Responses request's ``input``."""
+    raw = request.get("input")
+    items = [{"type": "message", "role": "user", "content": raw}] if isinstance(raw, str) else raw or []
+    for item in reversed(items):
+        kind = item.get("type", "message") if isinstance(item, dict) else None
+        if what == "tool" and kind == "function_call_output":
+            return _wire_text(item.get("output"))
+        if what == "user" and kind == "message" and item.get("role") == "user":
+            content = item.get("content")
+            if isinstance(content, list):
+                content = "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+            if content:
+                return str(content)
+    return ""
+
+
 def _last(request: dict[str, Any], what: str) -> str:
-    """The last tool result or the last user text of ``request`` (either wire format)."""
+    """The last tool result or the last user text of ``request`` (any wire format)."""
+    if "input" in request and "messages" not in request:
+        return _responses_last(request, what)
     for message in reversed(request.get("messages") or []):
         role, content = message.get("role"), message.get("content")
         if what == "tool":

@@ -1,8 +1,9 @@
-"""The server: OpenAI and Anthropic endpoints on loopback, one script step per request.
+"""The server: OpenAI, OpenAI Responses and Anthropic endpoints on loopback, one script step per request.
 
-OpenAI Chat Completions is served at ``/v1/chat/completions`` (``base_url`` = ``http://HOST:PORT/v1``)
-and Anthropic Messages at ``/v1/messages`` (``root_url`` = ``http://HOST:PORT``, because the
-anthropic adapter appends ``/v1/messages`` itself). A request is recorded, checked like a real
+OpenAI Chat Completions is served at ``/v1/chat/completions`` (``base_url`` = ``http://HOST:PORT/v1``),
+the OpenAI Responses API at ``/v1/responses`` (the same ``base_url``) and Anthropic Messages at
+``/v1/messages`` (``root_url`` = ``http://HOST:PORT``, because the anthropic adapter appends
+``/v1/messages`` itself). A request is recorded, checked like a real
 provider would (``wire``), refused when it does not fit ``context_window`` (``overflow``; no step is
 consumed), and otherwise answered with the next step. GETs are capacity probes (``capacity``),
 recorded in ``probes``, not in ``requests``; other GETs are 404.
@@ -26,6 +27,7 @@ from i_scripted.capacity import models_body, props_body
 from i_scripted.openai_replies import openai_body, openai_chunks
 from i_scripted.overflow import CONTEXT_STYLES, context_error
 from i_scripted.replies import capped
+from i_scripted.responses_replies import responses_body, responses_events
 from i_scripted.script import ScriptError, Step, check_step
 from i_scripted.tokens import prompt_tokens, requested_output_tokens
 from i_scripted.wire import wire_problem
@@ -33,6 +35,10 @@ from i_scripted.wire import wire_problem
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
+RESPONSES_PATH = "/v1/responses"
+_KINDS = {OPENAI_PATH: "openai", ANTHROPIC_PATH: "anthropic", RESPONSES_PATH: "responses"}
+_BODIES = {"openai": openai_body, "anthropic": anthropic_body, "responses": responses_body}
+_EVENTS = {"openai": openai_chunks, "anthropic": anthropic_events, "responses": responses_events}
 
 
 @dataclass
@@ -94,7 +100,7 @@ class ScriptedModel:
 
     @property
     def base_url(self) -> str:
-        """``http://HOST:PORT/v1``: the openai/deepseek ``base_url``."""
+        """``http://HOST:PORT/v1``: the openai/deepseek/responses ``base_url``."""
         return self.root_url + "/v1"
 
     def base_url_for(self, protocol: str) -> str:
@@ -213,11 +219,12 @@ class _Handler(BaseHTTPRequestHandler):
         except orjson.JSONDecodeError:
             body = None
         self.scripted._record(RecordedRequest("POST", self.path, headers, body, raw))
-        kind = {OPENAI_PATH: "openai", ANTHROPIC_PATH: "anthropic"}.get(self.path)
+        kind = _KINDS.get(self.path)
         if kind is None:
             message = (
                 f"scripted model: nothing is served at {self.path}; OpenAI chat completions at {OPENAI_PATH} "
-                f"(base_url .../v1), Anthropic messages at {ANTHROPIC_PATH} (base_url is the root)"
+                f"and responses at {RESPONSES_PATH} (base_url .../v1), Anthropic messages at {ANTHROPIC_PATH} "
+                "(base_url is the root)"
             )
             self._send_json(404, {"error": {"message": message, "type": "not_found"}})
             return
@@ -262,13 +269,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif step.get("body_bytes"):
             self._send_huge(int(step["body_bytes"]), stream)
         elif stream:
-            step = capped(request, step)
-            events = openai_chunks if kind == "openai" else anthropic_events
-            self._send_sse(events(request, step, prompt), extra)
+            self._send_sse(_EVENTS[kind](request, capped(request, step), prompt), extra)
         else:
-            step = capped(request, step)
-            build = openai_body if kind == "openai" else anthropic_body
-            self._send_json(200, build(request, step, prompt), extra)
+            self._send_json(200, _BODIES[kind](request, capped(request, step), prompt), extra)
 
     def _send_error(
         self, kind: str, status: int, message: str, error_type: str, extra: dict[str, str] | None = None

@@ -16,7 +16,11 @@
   ``thinking`` = its text, any other part = the tokens of its JSON), plus for each OpenAI tool
   call 3 + name + arguments, plus for each tool schema 8 + the tokens of its compact JSON (the
   ``function`` object for OpenAI tools, the tool object for Anthropic; ``cache_control`` dropped).
-  An Anthropic ``system`` counts as one more message (4 + its text).
+  An Anthropic ``system`` counts as one more message (4 + its text). A Responses request
+  (``responses``) frames the same way: ``instructions`` is one more message, each ``input`` item
+  a message (4 + its content; a ``function_call_output`` 4 + its output; a ``function_call`` 3 +
+  name + arguments; a replayed ``reasoning`` item the tokens of its summary text and encrypted
+  content), each flat function tool 8 + its compact JSON.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ def _part_tokens(part: Any) -> int:
     if not isinstance(part, dict):
         return _json_tokens(part)
     kind = part.get("type")
-    if kind == "text":
+    if kind in ("text", "input_text", "output_text"):
         return _string_tokens(part.get("text") or "")
     if kind in _IMAGE_PARTS:
         return IMAGE_TOKENS
@@ -99,14 +103,37 @@ def _openai_message_tokens(message: Any) -> int:
     return total
 
 
+def _responses_item_tokens(item: Any) -> int:
+    """Tokens of one Responses input item (a bare string is a user message)."""
+    if not isinstance(item, dict):
+        return 4 + _content_tokens(item)
+    kind = item.get("type", "message")
+    if kind == "function_call":
+        return 3 + _string_tokens(item.get("name") or "") + _string_tokens(item.get("arguments") or "")
+    if kind == "function_call_output":
+        return 4 + _content_tokens(item.get("output"))
+    if kind == "reasoning":
+        summary = sum(_string_tokens(part.get("text") or "") for part in item.get("summary") or [])
+        return summary + _string_tokens(item.get("encrypted_content") or "")
+    if kind == "message":
+        return 4 + _content_tokens(item.get("content"))
+    return _json_tokens(item)
+
+
 def prompt_tokens(kind: str, body: dict[str, Any]) -> int:
-    """Input tokens of a wire request ``body`` of ``kind`` (``openai`` or ``anthropic``), framed like
-    a chat template: 3 + per message (4 + content + tool calls) + per tool schema (8 + its JSON)."""
-    if kind not in ("openai", "anthropic"):
-        raise ValueError(f"prompt_tokens: kind must be openai or anthropic, not {kind!r}")
+    """Input tokens of a wire request ``body`` of ``kind`` (``openai``, ``anthropic`` or ``responses``),
+    framed like a chat template: 3 + per message (4 + content + tool calls) + per tool schema (8 + its JSON)."""
+    if kind not in ("openai", "anthropic", "responses"):
+        raise ValueError(f"prompt_tokens: kind must be openai, anthropic or responses, not {kind!r}")
     total = 3
     messages = body.get("messages") or []
-    if kind == "openai":
+    if kind == "responses":
+        raw = body.get("input")
+        items = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+        if body.get("instructions"):
+            total += 4 + _content_tokens(body["instructions"])
+        total += sum(_responses_item_tokens(item) for item in items)
+    elif kind == "openai":
         total += sum(_openai_message_tokens(message) for message in messages)
     else:
         if body.get("system"):
@@ -116,8 +143,9 @@ def prompt_tokens(kind: str, body: dict[str, Any]) -> int:
 
 
 def requested_output_tokens(body: dict[str, Any]) -> int | None:
-    """The output the request reserves: ``max_completion_tokens``, else ``max_tokens``; None when absent."""
-    for key in ("max_completion_tokens", "max_tokens"):
+    """The output the request reserves: ``max_output_tokens`` (Responses), ``max_completion_tokens``,
+    else ``max_tokens``; None when absent."""
+    for key in ("max_output_tokens", "max_completion_tokens", "max_tokens"):
         value = body.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
             return value

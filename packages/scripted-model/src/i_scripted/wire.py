@@ -9,9 +9,12 @@ from typing import Any
 
 
 def wire_problem(kind: str, body: dict[str, Any], headers: dict[str, str]) -> str | None:
-    """The first reason a real ``kind`` (``openai``/``anthropic``) server would refuse ``body``, or None."""
+    """The first reason a real ``kind`` (``openai``/``anthropic``/``responses``) server would refuse
+    ``body``, or None."""
     if not isinstance(body.get("model"), str) or not body["model"]:
         return "model is missing"
+    if kind == "responses":
+        return _responses_problem(body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "messages must be a non-empty list"
@@ -100,4 +103,61 @@ def _anthropic_problem(body: dict[str, Any], messages: list[dict[str, Any]]) -> 
                     if not isinstance(block.get("input"), dict):
                         return f"messages[{index}]: tool_use input must be an object"
                     expected_ids.add(block.get("id"))
+    return None
+
+
+# Chat Completions fields the Responses API refuses ("Unsupported parameter"/"Unknown parameter").
+_NOT_RESPONSES = ("messages", "max_tokens", "max_completion_tokens", "stream_options", "functions")
+_ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning")
+
+
+def _responses_problem(body: dict[str, Any]) -> str | None:
+    """What the Responses API refuses: Chat fields, server state that ``store: false`` never kept,
+    tools not in its flat function shape, and input items that do not pair up."""
+    for key in body:
+        if key in _NOT_RESPONSES or key.startswith("_"):
+            return f"unknown parameter {key!r} (the Responses API takes input, instructions, max_output_tokens)"
+    if body.get("previous_response_id") is not None:
+        return f"previous response with id {body['previous_response_id']!r} not found (nothing is stored here)"
+    for index, tool in enumerate(body.get("tools") or []):
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("name"), str):
+            return f"tools[{index}].name is missing (Responses function tools are flat: type, name, parameters)"
+    raw = body.get("input")
+    if isinstance(raw, str):
+        return None if raw else "input must not be empty"
+    if not isinstance(raw, list) or not raw:
+        return "input must be a non-empty string or list of items"
+    return _responses_items(raw)
+
+
+def _responses_items(items: list[Any]) -> str | None:
+    pending: set[str] = set()
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            return f"input[{index}] is not an object"
+        private = [key for key in item if key.startswith("_")]
+        if private:
+            return f"input[{index}] carries unknown parameter(s) {', '.join(private)}"
+        kind = item.get("type", "message")
+        if kind not in _ITEM_TYPES:
+            return f"input[{index}].type {kind!r} is invalid"
+        if kind == "message" and item.get("role") not in ("user", "assistant", "system", "developer"):
+            return f"input[{index}].role {item.get('role')!r} is invalid"
+        if kind == "reasoning" and not item.get("encrypted_content"):
+            missing = f"item with id {item.get('id')!r} not found"
+            return f"input[{index}]: {missing} (items are not persisted when store is false)"
+        if kind == "function_call":
+            if not isinstance(item.get("arguments"), str) or not isinstance(item.get("call_id"), str):
+                return f"input[{index}]: a function_call needs a call_id and string arguments"
+            pending.add(item["call_id"])
+        elif kind == "function_call_output":
+            if item.get("call_id") not in pending:
+                return (
+                    f"input[{index}]: no tool call found for function call output with call_id {item.get('call_id')!r}"
+                )
+            pending.discard(item["call_id"])
+        elif pending:
+            return f"input[{index}]: no tool output found for function call(s) {', '.join(sorted(pending))}"
+    if pending:
+        return f"no tool output found for function call(s) {', '.join(sorted(pending))}"
     return None

@@ -33,6 +33,13 @@ class CacheSettings:
     ttl: str | None = None
 
 
+SMOKE_STATS = "metrics/smoke-cache.json"
+SMOKE_SETTINGS = CacheSettings(mode="observe", stats=SMOKE_STATS)
+"""What ``i-cache smoke`` uses whatever cache.json says (the smoke profiles, seed 001 §10): observe
+only, so a connectivity check adds no provider cache field, and statistics kept apart from the
+workload's own."""
+
+
 def parse_settings(data: dict[str, Any], source: str = "cache.json") -> CacheSettings:
     """Validate a ``cache.json`` object; any bad field is a ``CacheError`` naming it."""
     try:

@@ -8,19 +8,30 @@ from typing import Any
 from i_protocol import Request, Worker
 
 from .__about__ import __version__
-from .cli import run_report
 from .fingerprint import PrefixTracker
 from .observe import record_response, record_retry
 from .prepare import prepare_request
-from .settings import CacheSettings, parse_settings
+from .settings import SMOKE_SETTINGS, CacheSettings, parse_settings
 
 worker = Worker("cache", __version__, dist_name="i-worker-cache")
 # The worker process's memory of each stream's previous prefix: what makes an append cheap.
 _tracker = PrefixTracker()
+_smoke = False  # `i-cache smoke`: the smoke profiles' settings, cache.json unread
+
+
+@worker.command("smoke")
+def smoke_command(argv: list[str]) -> int:
+    """``i-cache smoke [--config FILE]``: serve in observe mode with statistics in
+    metrics/smoke-cache.json, whatever cache.json says (the smoke profiles run it so)."""
+    global _smoke
+    _smoke = True
+    return worker.main(argv)
 
 
 def settings_for(request: Request) -> CacheSettings:
     """The validated ``cache.json`` of this request's config directory (or ``--config``)."""
+    if _smoke:
+        return SMOKE_SETTINGS
     config = request.config()
     return parse_settings(config.data, config.path or "cache.json")
 
@@ -60,4 +71,6 @@ def after_response(data: dict[str, Any], request: Request) -> dict[str, Any]:
 @worker.command("report")
 def report_command(argv: list[str]) -> int:
     """``i-cache report -C PROJECT [--config FILE] [--json]``."""
+    from .cli import run_report  # argparse: only for the command, never on the serve path
+
     return run_report(argv)

@@ -1,7 +1,13 @@
 """The bundled `prompts` worker: the system prompt from ``prompts.json`` or the embedded default.
 
-``prompts.json``: ``{"system": "prompts/system.txt"}``, relative to the config file's folder.
-A prompt file must hold 1-32000 characters; ``{{workspace}}`` is replaced by the workspace path.
+``prompts.json``: ``{"system": "prompts/system.txt", "compact": "prompts/compact.txt"}``, each
+relative to the config file's folder; any other key is an error naming it. A prompt file must
+hold 1-32000 characters; ``{{workspace}}`` is replaced by the workspace path.
+
+``compact`` serves a ``before_compact`` hook registered by hand (a manifest entry with
+``"events": ["system_prompt", "before_compact"]``, ahead of the compactor): it sets ``prompt``,
+which the compactor uses as an earlier hook's prompt unless its own compact.json names one.
+Without ``compact`` the data passes unchanged. The default profiles register ``system_prompt`` only.
 """
 
 from __future__ import annotations
@@ -9,15 +15,16 @@ from __future__ import annotations
 from typing import Any
 
 from i_protocol import Request, Worker, WorkerError
-from i_protocol.errors import FileDecodeError, FileTooLarge
+from i_protocol.errors import FileDecodeError, FileTooLarge, SettingsError
 from i_protocol.files import read_text
-from i_protocol.settings import optional_str
+from i_protocol.settings import optional_str, reject_unknown
 
 from ..__about__ import __version__
 
 worker = Worker("prompts", __version__, dist_name="i-core prompts")
 
 MAX_PROMPT_CHARS = 32_000
+FIELDS = ("system", "compact")
 
 DEFAULT_SYSTEM_PROMPT = """You are i, a careful software agent working in the terminal on the project at {{workspace}}.
 Work step by step: read before you change, make the smallest change that does the job, and check it.
@@ -31,7 +38,11 @@ def load_prompt(request: Request, key: str) -> str | None:
     """The prompt file named by ``key`` in prompts.json, validated; None when not configured."""
     config = request.config()
     where = config.path or "prompts.json"
-    value = optional_str(config.data, key, None, file=where)
+    try:
+        reject_unknown(config.data, FIELDS, file=where)
+        value = optional_str(config.data, key, None, file=where)
+    except SettingsError as exc:
+        raise WorkerError(str(exc)) from exc
     if value is None:
         return None
     path = config.resolve(value)
@@ -52,6 +63,17 @@ def load_prompt(request: Request, key: str) -> str | None:
 def system_prompt(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Set ``prompt`` to the configured system prompt (or the default), workspace substituted."""
     text = load_prompt(request, "system") or DEFAULT_SYSTEM_PROMPT
+    workspace = request.workspace or data.get("workspace") or ""
+    data["prompt"] = text.replace("{{workspace}}", str(workspace))
+    return data
+
+
+@worker.hook("before_compact")
+def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
+    """Set ``prompt`` to prompts.json's ``compact`` prompt, workspace substituted; unchanged without one."""
+    text = load_prompt(request, "compact")
+    if text is None:
+        return data
     workspace = request.workspace or data.get("workspace") or ""
     data["prompt"] = text.replace("{{workspace}}", str(workspace))
     return data

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelError, ProviderError
+from ..errors import ConfigError, ModelError, ProviderError
 from .anthropic import AnthropicAdapter
 from .openai import DeepSeekAdapter, OpenAIAdapter
 from .rejection import context_rejection
 from .reply import RESERVED_FIELDS, Adapter, ModelReply, StreamParser
+from .responses import ResponsesAdapter
 
 if TYPE_CHECKING:
+    from ..manifest import Manifest
     from ..transport import Transport
 
 __all__ = [
@@ -22,17 +24,21 @@ __all__ = [
     "ModelReply",
     "OpenAIAdapter",
     "ProviderError",
+    "ResponsesAdapter",
     "StreamParser",
     "context_rejection",
     "exchange",
     "get_adapter",
+    "require_protocol_modules",
 ]
 
-PROTOCOLS = ("openai", "deepseek", "anthropic")
+PROTOCOLS = ("openai", "deepseek", "anthropic", "responses")
+# The module each protocol needs in the manifest, for the events it must handle there.
+_NEEDS = {"responses": ("responses", ("before_request", "after_response"))}
 
 
 def get_adapter(protocol: str) -> Adapter:
-    """The adapter of a configured ``protocol``; ``responses`` is named but not built in this version."""
+    """The adapter of a configured ``protocol``."""
     if protocol == "openai":
         return OpenAIAdapter()
     if protocol == "deepseek":
@@ -40,11 +46,31 @@ def get_adapter(protocol: str) -> Adapter:
     if protocol == "anthropic":
         return AnthropicAdapter()
     if protocol == "responses":
-        raise ProviderError(
-            'protocol "responses" (OpenAI Responses API) is not implemented in this version; '
-            'use "openai" (Chat Completions), which OpenAI and compatible servers also serve'
-        )
+        return ResponsesAdapter()
     raise ProviderError(f"unknown protocol {protocol!r}; known protocols: {', '.join(PROTOCOLS)}")
+
+
+def require_protocol_modules(protocol: str, manifest: Manifest) -> None:
+    """Refuse, at start, a protocol whose wire transform is a module the manifest does not run.
+
+    ``responses`` needs the `responses` module on ``before_request`` and ``after_response`` (its
+    bundled worker or a binding; a hand-written manifest names the entry ``"module": "responses"``).
+    """
+    need = _NEEDS.get(protocol)
+    if need is None:
+        return
+    module, events = need
+    handled = {event for hook in manifest.hooks if hook.module == module for event in events if hook.handles(event)}
+    missing = [event for event in events if event not in handled]
+    if missing:
+        from ..modules import PROFILES
+
+        profiles = ", ".join(name for name, modules in PROFILES.items() if module in modules)
+        raise ConfigError(
+            f'protocol "{protocol}" needs the {module!r} module (the wire transform) on {", ".join(missing)}, '
+            f"which {manifest.source} does not run: select a profile that contains it ({profiles}) "
+            f'in plugins.json, e.g. {{"profile": "full"}}, or bind a replacement in bindings.json'
+        )
 
 
 def exchange(
@@ -56,15 +82,18 @@ def exchange(
     *,
     on_retry: Callable[[int, str], None],
     on_text: Callable[[str], None] | None = None,
-    on_raw: Callable[[dict[str, Any]], None] | None = None,
+    on_raw: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
 ) -> ModelReply:
     """POST ``body`` and parse the answer; streams when ``body["stream"]`` is true, text going to ``on_text``.
 
-    ``on_raw`` sees the provider's body (rebuilt from the events when streamed) BEFORE the adapter
-    validates it, so usage observers (after_response) also see answers the adapter then rejects,
-    and streams that failed after they began (an error chunk, a broken connection) with what they
-    carried: OpenRouter reports the usage of a failed generation in its error chunk.
+    ``on_raw`` (the after_response hooks) sees the provider's body (rebuilt from the events when
+    streamed) BEFORE the adapter validates it, so usage observers also see answers the adapter then
+    rejects, and streams that failed after they began (an error chunk, a broken connection) with
+    what they carried: OpenRouter reports the usage of a failed generation in its error chunk.
+    For ``responses`` the hooks' answer is the reply: the module turned the body into a history reply.
     """
+    if isinstance(adapter, ResponsesAdapter):
+        adapter.check_wire(body)
     if body.get("stream") is True:
         parser = adapter.stream_parser(on_text or (lambda _text: None))
         fed = 0
@@ -81,11 +110,18 @@ def exchange(
                 on_raw(parser.raw())
             raise
         assert not isinstance(result, dict)
-        if on_raw is not None:
-            on_raw(parser.raw())
+        answer = parser.raw()
+        seen = on_raw(answer) if on_raw is not None else None
+        if isinstance(adapter, ResponsesAdapter):
+            return adapter.parse_response(_converted(seen, answer))
         return parser.finish(ended=result.done)
-    answer = transport.post(url, body, headers, stream=False, on_retry=on_retry)
-    assert isinstance(answer, dict)
-    if on_raw is not None:
-        on_raw(answer)
-    return adapter.parse_response(answer)
+    whole = transport.post(url, body, headers, stream=False, on_retry=on_retry)
+    assert isinstance(whole, dict)
+    seen = on_raw(whole) if on_raw is not None else None
+    return adapter.parse_response(_converted(seen, whole) if isinstance(adapter, ResponsesAdapter) else whole)
+
+
+def _converted(seen: dict[str, Any] | None, answer: dict[str, Any]) -> dict[str, Any]:
+    """The ``response`` the after_response hooks answered (``answer`` itself when none ran)."""
+    response = seen.get("response") if isinstance(seen, dict) else None
+    return response if isinstance(response, dict) else answer

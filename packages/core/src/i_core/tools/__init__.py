@@ -1,4 +1,5 @@
-"""The core's built-in tools: ``read``, ``write``, ``edit``, ``glob``, ``search``, ``shell``, ``view_image``, ``recall``.
+"""The core's built-in tools: ``read``, ``write``, ``edit``, ``glob``, ``search``, ``shell``, ``view_image``,
+``recall``.
 
 The agent loop calls ``prepare`` (validation, summary, snapshot) before asking for approval and
 ``execute`` after it. ``check_image``/``check_images``/``tool_images`` validate images from any tool.

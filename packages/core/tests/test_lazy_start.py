@@ -1,0 +1,199 @@
+"""Lazy start and the shared bundled process, with real worker processes.
+
+A session starts, together, only the workers of the events up to its first model request (and the
+``tools_list`` subscribers, whose tools the first request must offer); a tool's worker starts at
+its first call, once. The bundled modules a profile selects share one process
+(`i --runtime worker approval,prompts,skills`), each still answering with its own config, and a
+binding replaces only the module it names.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from i_core.bundled.together import Together
+from i_core.errors import ConfigError
+from i_core.executables import bundle, core_worker_argv
+from i_core.pool import worker_environment, worker_name
+from i_core.runtime import Runtime
+from i_core.selection import generate_manifest
+from i_protocol import Worker, paths_from_env
+from i_protocol.host import WorkerProcess
+
+GROUP = core_worker_argv("approval,prompts,skills")
+
+MARKED_WORKER = """
+import os, sys
+from i_protocol import Worker
+with open(sys.argv[1], "a") as marker:
+    marker.write(f"{os.getpid()}\\n")
+worker = Worker("marked", "0")
+
+@worker.tool("mark")
+def mark(arguments, request):
+    return "marked"
+
+@worker.hook("before_turn", "compact_plan")
+def hook(data, request):
+    return data
+
+sys.exit(worker.main([]))
+"""
+
+
+def _builtin(config_dir: Path, profile: str, **files: object) -> None:
+    (config_dir / "plugins.json").write_bytes(orjson.dumps({"profile": profile, "disabled": []}))
+    (config_dir / "builtin.json").write_bytes(b'{"builtin_profile":"configured","tools":[]}')
+    for name, content in files.items():
+        (config_dir / f"{name}.json").write_bytes(orjson.dumps(content))
+
+
+def _marked(tmp_path: Path, name: str) -> tuple[list[str], Path]:
+    script = tmp_path / f"{name}.py"
+    script.write_text(MARKED_WORKER)
+    marker = tmp_path / f"{name}.starts"
+    return [sys.executable, str(script), str(marker)], marker
+
+
+def _starts(marker: Path) -> int:
+    return len(marker.read_text().split()) if marker.exists() else 0
+
+
+# -- which modules share the bundled process ------------------------------------------------
+
+
+def test_the_standard_profile_runs_its_bundled_modules_in_one_process(dirs):
+    manifest = generate_manifest("standard", dirs["config"])
+    hooks = {entry["module"]: entry["exec"] for entry in manifest["hooks"]}
+    tools = {entry["name"]: entry["exec"] for entry in manifest["tools"]}
+    assert hooks["approval"] == hooks["prompts"] == hooks["skills"] == GROUP
+    assert tools["skill_load"] == tools["skill_read"] == GROUP
+    assert GROUP not in (hooks["budget"], hooks["memory"], tools["memory_get"])
+
+
+def test_a_binding_replaces_only_the_module_it_names(dirs, tmp_path):
+    mine = tmp_path / "my-prompts"
+    mine.write_text("#!/bin/sh\nexit 0\n")
+    mine.chmod(0o755)
+    manifest = generate_manifest("standard", dirs["config"], bindings={"prompts": {"exec": [str(mine)]}})
+    by_module = {entry["module"]: entry["exec"] for entry in manifest["hooks"]}
+    assert by_module["prompts"] == [str(mine)]
+    assert by_module["approval"] == by_module["skills"] == core_worker_argv("approval,skills")
+
+
+def test_a_disabled_bundled_module_leaves_the_shared_process():
+    assert bundle(["approval", "skills", "budget"], {}) == ("approval", "skills")
+
+
+def test_modules_that_share_an_event_or_are_given_arguments_do_not_share_a_process():
+    # skills and steering both handle before_turn: a frame could not say which one it is for.
+    assert bundle(["skills", "steering", "prompts"], {}) == ("skills", "prompts")
+    assert bundle(["approval", "smoke", "prompts"], {}, alone=("smoke",)) == ("approval", "prompts")
+
+
+# -- the shared process -------------------------------------------------------------------------
+
+
+def test_each_module_of_the_shared_process_answers_with_its_own_config(dirs, project):
+    (dirs["config"] / "approval.json").write_text('{"mode":"auto"}')
+    (dirs["config"] / "system.txt").write_text("Work on {{workspace}} carefully.")
+    (dirs["config"] / "prompts.json").write_text('{"system":"system.txt"}')
+    skill = project / ".i" / "skills" / "greet"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: greet\ndescription: Say hello.\n---\nSay hello politely.\n")
+    worker = WorkerProcess.spawn(GROUP, env=worker_environment(paths_from_env()))
+    try:
+        context = {"workspace": str(project)}
+        decision = worker.call(
+            "tool_approval", {"name": "write", "arguments": {}, "external": False, "decision": "ask"}
+        )
+        prompt = worker.call("system_prompt", {}, context=context)["prompt"]
+        loaded = worker.call("tool", {"name": "skill_load", "arguments": {"name": "greet"}}, context=context)
+        untouched = worker.call("after_save", {"messages": [], "path": "x"})
+        with pytest.raises(Exception, match="unknown tool 'nope'; i-core approval,prompts,skills provides: skill_load"):
+            worker.call("tool", {"name": "nope", "arguments": {}})
+    finally:
+        worker.close()
+    assert decision["decision"] == "allow"
+    assert prompt == f"Work on {project} carefully."
+    assert "Say hello politely." in loaded["output"]
+    assert untouched == {"messages": [], "path": "x"}
+
+
+def test_workers_that_handle_the_same_event_refuse_to_share_a_process():
+    first, second = Worker("first", "0"), Worker("second", "0")
+    first.hook("before_turn")(lambda data, request: data)
+    second.hook("before_turn")(lambda data, request: data)
+    with pytest.raises(ValueError, match="'first' and 'second' both handle event 'before_turn'"):
+        Together([first, second])
+
+
+@pytest.mark.parametrize(
+    "names, args, message",
+    [
+        ("approval,prompts", ["--config", "x.json"], "--config applies to one bundled worker, not to approval,prompts"),
+        ("approval,steering", [], "bundled worker 'steering' runs alone (it needs --queue)"),
+        ("approval,nonsense", [], "unknown bundled worker 'nonsense'"),
+    ],
+)
+def test_a_shared_process_that_cannot_be_served_is_a_usage_error(dirs, names, args, message):
+    done = subprocess.run(
+        [sys.executable, "-m", "i_core", "--runtime", "worker", names, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and message in done.stderr
+
+
+# -- lazy start ---------------------------------------------------------------------------------
+
+
+def test_a_session_starts_only_what_its_first_request_needs(dirs, project):
+    _builtin(dirs["config"], "standard", mcp={"mcpServers": {}})
+    with Runtime(project) as runtime:
+        started = sorted(worker_name(worker.process.args) for worker in runtime.pool.running())
+    # The shared bundled process (system_prompt, before_turn), memory (before_turn), budget and
+    # cache (the first request) and mcp (tools_list); not compact, not web (tools only).
+    assert started == ["i --runtime worker approval,prompts,skills", "i-budget", "i-cache", "i-mcp", "i-memory"]
+
+
+def test_a_tool_worker_starts_at_its_first_call_and_only_once(dirs, project, tmp_path, write_manifest):
+    hook_argv, hook_marker = _marked(tmp_path, "hook")
+    tool_argv, tool_marker = _marked(tmp_path, "tool")
+    later_argv, later_marker = _marked(tmp_path, "later")
+    parameters = {"type": "object", "properties": {}}
+    manifest = write_manifest(
+        {
+            "tools": [{"name": "mark", "description": "Mark.", "parameters": parameters, "exec": tool_argv}],
+            "hooks": [{"events": ["before_turn"], "exec": hook_argv}, {"events": ["compact_plan"], "exec": later_argv}],
+        }
+    )
+    with Runtime(project, manifest_path=manifest) as runtime:
+        assert len(runtime.pool.running()) == 1  # the before_turn hook's worker, which the first request needs
+        first = runtime.hooks.tool("mark", {})
+        second = runtime.hooks.tool("mark", {})
+        running = len(runtime.pool.running())
+    assert first.output == second.output == "marked"
+    assert running == 2
+    assert (_starts(hook_marker), _starts(tool_marker), _starts(later_marker)) == (1, 1, 0)
+
+
+def test_a_worker_that_cannot_be_spawned_is_reported_before_anything_starts(dirs, project, tmp_path, write_manifest):
+    hook_argv, hook_marker = _marked(tmp_path, "hook")
+    parameters = {"type": "object", "properties": {}}
+    missing = str(tmp_path / "not-installed")
+    manifest = write_manifest(
+        {
+            "tools": [{"name": "mark", "description": "Mark.", "parameters": parameters, "exec": [missing]}],
+            "hooks": [{"events": ["before_turn"], "exec": hook_argv}],
+        }
+    )
+    with pytest.raises(ConfigError, match=r"tools\[0\]\.exec\[0\] '.*not-installed' is not an executable file"):
+        Runtime(project, manifest_path=manifest)
+    assert _starts(hook_marker) == 0
