@@ -296,3 +296,16 @@ def test_loopback_endpoints_bypass_proxy_variables(monkeypatch: pytest.MonkeyPat
     with ScriptedModel([OK]) as model:
         answer = post(model, Recorder(), retries=0)
     assert answer["choices"][0]["message"]["content"] == "fine"
+
+
+def test_prepare_builds_the_client_in_the_background_and_the_request_uses_that_one() -> None:
+    transport = Transport(timeout=5)
+    transport.prepare("http://127.0.0.1:9/v1/chat/completions")
+    prepared = transport._preparing
+    assert prepared is not None
+    client = transport._client("http://127.0.0.1:9/v1/chat/completions")  # waits for the thread
+    assert not prepared.is_alive() and transport._preparing is None
+    assert list(transport._clients.values()) == [client]  # one client, built once
+    transport.prepare("http://127.0.0.1:9/v1/chat/completions")
+    assert transport._preparing is None  # nothing more to prepare
+    transport.close()

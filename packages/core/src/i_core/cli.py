@@ -130,8 +130,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
     from .agent import Agent, AgentOptions
     from .compaction import describe
     from .config import load_api_config
-    from .model import check_protocol
     from .runtime import Runtime
+    from .selection import check_protocol
     from .session import open_session, session_path_for_name
 
     paths = paths_from_env()

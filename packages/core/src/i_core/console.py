@@ -380,12 +380,10 @@ def run_console(argv: list[str]) -> int:
         sys.stdin.reconfigure(errors="surrogateescape")
     from i_protocol import paths_from_env
 
-    from .agent import Agent, AgentOptions
     from .config import load_api_config
     from .hooks import HookRunner
-    from .model import check_protocol
     from .runtime import Runtime
-    from .selection import with_steering
+    from .selection import check_protocol, with_steering
     from .session import open_session
 
     parser = _parser()
@@ -421,6 +419,9 @@ def run_console(argv: list[str]) -> int:
         )
         reader = _LineQueue(queue, screen)
     with runtime:
+        # The agent, the model client and httpx are imported while the first workers start.
+        from .agent import Agent, AgentOptions
+
         session = open_session(
             session_file,
             runtime.workspace,

@@ -14,8 +14,7 @@ from typing import Any
 from .config import ApiConfig
 from .hook_results import RequestChange
 from .hooks import HookRunner
-from .manifest import Manifest
-from .providers import Adapter, ModelReply, get_adapter, require_protocol_modules
+from .providers import Adapter, ModelReply, get_adapter
 from .transport import Transport
 
 
@@ -27,12 +26,16 @@ class ModelClient:
 
         self.config = config
         self.hooks = hooks
+        from .selection import check_protocol
+
         check_protocol(config, hooks.manifest)
         self.provider = bound_provider(config, hooks.manifest)
         self.adapter: Adapter | None = None if self.provider is not None else get_adapter(config.protocol)
         # No streaming through a provider in this version: the console prints the whole answer.
         self.stream = False if self.provider is not None else config.stream if stream is None else stream
         self.transport = Transport(timeout=config.timeout, retries=config.retries)
+        if self.adapter is not None:
+            self.transport.prepare(self.adapter.url(config.base_url))
         self.requests = 0
         self.retries = 0
         self.last_usage: dict[str, Any] | None = None
@@ -137,24 +140,3 @@ class ModelClient:
             )
         self.last_usage = reply.usage
         return reply
-
-
-def check_protocol(config: ApiConfig, manifest: Manifest) -> None:
-    """Refuse a protocol the core cannot speak with ``manifest``: called before any worker starts.
-
-    With a provider bound any protocol is the provider's to interpret; without one it must be
-    built in, and ``responses`` needs its wire module in the manifest.
-    """
-    from .config import PROTOCOLS
-    from .errors import ConfigError
-    from .selection import bound_provider
-
-    if bound_provider(config, manifest) is not None:
-        return
-    if config.protocol not in PROTOCOLS:
-        raise ConfigError(
-            f"{config.source}: protocol {config.protocol!r} is not built in ({', '.join(PROTOCOLS)}); "
-            "another protocol needs a provider worker: config.json provider, the manifest's provider "
-            "or a bindings.json provider binding"
-        )
-    require_protocol_modules(config.protocol, manifest)

@@ -120,3 +120,23 @@ def bound_provider(config: ApiConfig, manifest: Manifest) -> Exec | None:
     """The provider worker a session's model requests go to: config.json's ``provider``, else the
     manifest's top-level ``provider`` (which already won over a bindings.json binding), else none."""
     return config.provider if config.provider is not None else manifest.provider
+
+
+def check_protocol(config: ApiConfig, manifest: Manifest) -> None:
+    """Refuse a protocol the core cannot speak with ``manifest``: called before any worker starts.
+
+    With a provider bound any protocol is the provider's to interpret; without one it must be
+    built in, and ``responses`` needs its wire module in the manifest.
+    """
+    from .config import PROTOCOLS
+    from .providers import require_protocol_modules
+
+    if bound_provider(config, manifest) is not None:
+        return
+    if config.protocol not in PROTOCOLS:
+        raise ConfigError(
+            f"{config.source}: protocol {config.protocol!r} is not built in ({', '.join(PROTOCOLS)}); "
+            "another protocol needs a provider worker: config.json provider, the manifest's provider "
+            "or a bindings.json provider binding"
+        )
+    require_protocol_modules(config.protocol, manifest)

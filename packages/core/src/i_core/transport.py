@@ -182,8 +182,20 @@ class Transport:
         # loopback endpoints always go direct.
         self.trust_env = trust_env
         self._clients: dict[bool, httpx.Client] = {}
+        self._preparing: threading.Thread | None = None
+
+    def prepare(self, url: str) -> None:
+        """Build the client for ``url`` in the background: importing httpx and its TLS context take
+        ~60 ms, which a session spends waiting for its first workers anyway."""
+        if self._preparing is None and not self._clients:
+            self._preparing = threading.Thread(target=self._client, args=(url,), name="i-http-setup", daemon=True)
+            self._preparing.start()
 
     def _client(self, url: str) -> httpx.Client:
+        preparing = self._preparing
+        if preparing is not None and preparing is not threading.current_thread():
+            preparing.join()
+            self._preparing = None
         import httpx
 
         direct = (urlsplit(url).hostname or "") in _LOOPBACK or not self.trust_env

@@ -15,6 +15,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from i_protocol import PROTOCOL_VERSION, paths_from_env
 
@@ -114,7 +115,7 @@ def _configured_provider(config_dir: Path) -> Exec | None:
         return None
 
 
-def _row(module: str, selected: bool, bindings: dict[str, dict[str, str]]) -> ModuleVersion:
+def _row(module: str, selected: bool, bindings: dict[str, dict[str, Any]]) -> ModuleVersion:
     if module in bindings:
         argv = list(bindings[module]["exec"])
         package, version, protocol, problem = ask_version(argv, bindings[module].get("cwd"))

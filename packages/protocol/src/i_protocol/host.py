@@ -16,6 +16,7 @@ Two things a pipe alone cannot tell the host are watched as well:
 from __future__ import annotations
 
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -483,6 +484,10 @@ class WorkerProcess:
             self.process.stdin.close()
         except OSError:
             pass
+        if self._exit_fd is not None:
+            # The pidfd says at once when the worker is gone; Popen.wait's timed wait polls with a
+            # growing back-off (up to 50 ms late), which a one-shot run pays at every exit.
+            select.select([self._exit_fd], [], [], grace)
         try:
             self.process.wait(grace)
         except subprocess.TimeoutExpired:
