@@ -199,7 +199,10 @@ class _AnswerStream:
             return []
         notes = []
         if reply.finish_reason == "length":
-            notes.append("[i] the answer was cut at the output limit (max_tokens in config.json); it is incomplete")
+            notes.append(
+                "[i] the answer was cut at the output limit (max_tokens in config.json, or a module's cap such "
+                "as smoke's --output-cap); it is incomplete"
+            )
         if reply.meta.get("refusal"):
             notes.append("[i] the model refused the request; the answer is its refusal")
         return notes
