@@ -197,3 +197,11 @@ def joined_runs(runs: Iterable[str]) -> str:
     for run in runs:
         text += block_break(text, run) + run
     return text
+
+
+def bearer_headers(api_key: str | None) -> dict[str, str]:
+    """JSON content type and, when a key is configured, a Bearer authorisation (OpenAI's wires)."""
+    headers = {"content-type": "application/json", "accept": "application/json"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return headers

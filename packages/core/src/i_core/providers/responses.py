@@ -30,6 +30,7 @@ from ..errors import ProviderError
 from .rejection import context_rejection
 from .reply import (
     ModelReply,
+    bearer_headers,
     block_break,
     error_message,
     merge_extra_body,
@@ -53,10 +54,7 @@ class ResponsesAdapter:
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """JSON content type and, when a key is configured, a Bearer authorisation."""
-        headers = {"content-type": "application/json", "accept": "application/json"}
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        return headers
+        return bearer_headers(api_key)
 
     def build_body(
         self,
