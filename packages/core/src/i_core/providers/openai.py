@@ -13,12 +13,12 @@ from .reply import (
     ModelReply,
     bearer_headers,
     block_break,
+    chat_tools,
     error_message,
     joined_runs,
     merge_extra_body,
     normalized_usage,
     require,
-    tool_specs,
 )
 
 # Message fields Chat Completions accepts; everything else (``_`` replay data, reasoning) stays local.
@@ -52,12 +52,9 @@ class OpenAIAdapter:
     ) -> dict[str, Any]:
         """The wire body for ``history``; extra_body is merged last and may not touch control fields."""
         body: dict[str, Any] = {"model": model, "messages": self._messages(history)}
-        specs = tool_specs(tools)
-        if specs:
-            body["tools"] = [
-                {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
-                for name, description, params in specs
-            ]
+        functions = chat_tools(tools)
+        if functions:
+            body["tools"] = functions
         if max_tokens is not None:
             body["max_tokens" if use_max_tokens else "max_completion_tokens"] = max_tokens
         if stream:

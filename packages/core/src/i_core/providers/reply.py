@@ -205,3 +205,11 @@ def bearer_headers(api_key: str | None) -> dict[str, str]:
     if api_key:
         headers["authorization"] = f"Bearer {api_key}"
     return headers
+
+
+def chat_tools(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Tool schemas as Chat Completions function tools (the history format's, and OpenAI's wire)."""
+    return [
+        {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
+        for name, description, params in tool_specs(tools)
+    ]

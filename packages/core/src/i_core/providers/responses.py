@@ -32,11 +32,11 @@ from .reply import (
     ModelReply,
     bearer_headers,
     block_break,
+    chat_tools,
     error_message,
     merge_extra_body,
     normalized_usage,
     require,
-    tool_specs,
 )
 
 STATE_FIELDS = ("previous_response_id", "store", "conversation")
@@ -76,12 +76,9 @@ class ResponsesAdapter:
                 "input on every request, so no conversation state lives on the server"
             )
         body: dict[str, Any] = {"model": model, "messages": history, "store": False}
-        specs = tool_specs(tools)
-        if specs:
-            body["tools"] = [
-                {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
-                for name, description, params in specs
-            ]
+        functions = chat_tools(tools)
+        if functions:
+            body["tools"] = functions
         if max_tokens is not None:
             body["max_output_tokens"] = max_tokens
         if stream:

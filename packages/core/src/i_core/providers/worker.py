@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from i_protocol.history import HistoryError, check_tool_calls
 
 from ..errors import HookResultError
-from .reply import ModelReply, merge_extra_body, normalized_usage, tool_specs
+from .reply import ModelReply, chat_tools, merge_extra_body, normalized_usage
 
 if TYPE_CHECKING:
     from ..manifest import Exec
@@ -46,12 +46,9 @@ def provider_body(
 ) -> dict[str, Any]:
     """The history-format request a provider receives: Chat-Completions-shaped, private fields kept."""
     body: dict[str, Any] = {"model": model, "messages": history, "max_tokens": max_tokens}
-    specs = tool_specs(tools)
-    if specs:
-        body["tools"] = [
-            {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
-            for name, description, params in specs
-        ]
+    functions = chat_tools(tools)
+    if functions:
+        body["tools"] = functions
     return merge_extra_body(body, extra_body)
 
 
