@@ -132,7 +132,7 @@ def test_the_archive_bound_drops_the_oldest_generation_and_the_summary_says_so(i
         assert archive["dropped"] and archive["dropped"][0][0] == 1, archive
         gone = archive["dropped"][-1][1]
         summary = next(m for m in doc["messages"] if "_compaction" in m)["content"]
-        assert f"No longer recallable (the archive's size bound removed them): spans 1-{gone}." in summary
+        assert f"No longer recallable (removed by the archive's size bound, or damaged): spans 1-{gone}." in summary
         assert (project / ".i" / "sessions" / "s.archive.jsonl").stat().st_size <= 12000
         turns(i, project, ["recall span=1"])
         assert "not in the archive; recallable:" in agent.tool_results[-1]
@@ -170,3 +170,22 @@ def test_a_lone_surrogate_in_a_tool_result_compacts_and_resumes_intact(
     assert listing and listing[-1]["content"] == ".i\nREADME.md\ncaf\udce9"
     shown = recalled(agent.tool_results[-1])
     assert shown[3]["content"] == ".i\nREADME.md\ncaf\\xe9"  # recall shows the model the byte as \xNN
+
+
+def test_an_unreadable_archive_is_a_tool_error_and_a_failed_compaction_not_a_crash(
+    i, write_config, plugins, project, dirs
+):
+    agent = Agent()
+    with ScriptedModel([agent] * 40, context_window=100000) as model:
+        setup(write_config, plugins, dirs, model)
+        turns(i, project, [f"turn {n}: {FILLER}" for n in range(3)])
+        compact(i, project)
+        archive = project / ".i" / "sessions" / "s.archive.jsonl"
+        archive.unlink()
+        archive.mkdir()  # something that is not a file where the archive goes
+        turns(i, project, ["recall span=1-2"])  # the run goes on: the model reads the error
+        assert agent.tool_results[-1].startswith("error: recall: cannot read the session's archive: ")
+        turns(i, project, [f"turn {n}: {FILLER}" for n in range(3, 5)])
+        result = i("--runtime", "compact", "-C", str(project), "--session-name", "s")
+        assert result.returncode == 1 and "compaction failed (archive_failed)" in result.stdout
+        assert "Is a directory" in result.stdout

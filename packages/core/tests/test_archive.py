@@ -24,7 +24,7 @@ def turn(n: int, size: int = 100) -> list[dict]:
 def commit(archive: Archive, index: Index, replaced: list[dict]) -> Index:
     generation, after = archive.plan(index, replaced)
     assert generation is not None
-    archive.write(index, generation, after)
+    after = archive.write(index, generation, after)
     return Index.from_meta({"archive": after.to_meta()})  # as a checkpoint's meta round trip gives it
 
 
@@ -59,7 +59,7 @@ def test_the_bound_drops_the_oldest_generations_and_the_citation_says_so(tmp_pat
     gone = index.dropped
     assert gone[0][0] == 1 and gone[-1][1] == 3 * (numbers[0] - 1)  # merged into one range
     text = citation(index)
-    assert f"No longer recallable (the archive's size bound removed them): spans 1-{gone[-1][1]}." in text
+    assert f"No longer recallable (removed by the archive's size bound, or damaged): spans 1-{gone[-1][1]}." in text
     assert "[span 10-12] tool calls: call_4" in text
 
 
@@ -130,10 +130,28 @@ def test_the_citation_stays_bounded_however_long_the_session() -> None:
     lines = text.splitlines()
     assert lines[1].startswith("[span 11-") and "earlier messages (recall by span" in lines[1]
     assert lines[-2].startswith("[span 2001-2010] tool calls: call_200_0, ") and lines[-2].endswith(" and 18 more")
-    assert lines[-1] == "No longer recallable (the archive's size bound removed them): spans 1-10."
+    assert lines[-1] == "No longer recallable (removed by the archive's size bound, or damaged): spans 1-10."
 
 
 def test_adjacent_generations_without_tool_calls_are_cited_as_one_span() -> None:
     spans = [[1, 1, 4, []], [2, 5, 6, []], [3, 7, 9, ["call_x"]], [4, 10, 11, []], [5, 12, 13, []]]
     lines = citation(Index(next_span=14, next_generation=6, size=1, spans=spans)).splitlines()[1:]
     assert lines == ["[span 1-6]", "[span 7-9] tool calls: call_x", "[span 10-13]"]
+
+
+def test_a_damaged_archive_is_set_aside_and_what_can_be_read_is_kept(tmp_path: Path) -> None:
+    archive = Archive(tmp_path / "s.json")
+    index = Index()
+    for n in range(1, 4):
+        index = commit(archive, index, turn(n))
+    data = archive.path.read_bytes()
+    second = data.index(b'{"generation":2')
+    archive.path.write_bytes(data[: second + 30] + b"GARBAGE" + data[second + 30 :])  # generation 2 broken
+    found, missing = archive.read(index)
+    assert [g.number for g in found] == [1] and missing == [2, 3]  # 3 now lies past the committed size
+    index = commit(archive, index, turn(4))
+    aside = [p for p in tmp_path.iterdir() if ".corrupt-" in p.name]
+    assert len(aside) == 1 and b"GARBAGE" in aside[0].read_bytes()  # the damaged copy is kept
+    assert [g.number for g in archive.generations(index)] == [1, 4]
+    assert index.dropped == [[4, 9]] and [entry[0] for entry in index.spans] == [1, 4]
+    assert "No longer recallable (removed by the archive's size bound, or damaged): spans 4-9." in citation(index)

@@ -110,9 +110,22 @@ class Agent:
     # -- session ------------------------------------------------------------------------
 
     def _archived(self) -> list[Generation]:
-        """The session's committed archived generations (what ``recall`` reads)."""
+        """The session's committed archived generations (what ``recall`` reads); a ToolError when
+        the archive cannot be read or a generation the session recorded is unreadable."""
+        from .tools import ToolError
+
         index = Index.from_meta(self.session.meta)
-        return Archive(self.session.path, self.config.archive_max_bytes).generations(index)
+        archive = Archive(self.session.path, self.config.archive_max_bytes)
+        try:
+            found, missing = archive.read(index)
+        except SessionError as exc:
+            raise ToolError(f"recall: {exc}") from None
+        if missing and not found:
+            raise ToolError(
+                f"recall: the archive {archive.path} is damaged or gone: generation(s) "
+                f"{', '.join(map(str, missing))} cannot be read"
+            )
+        return found
 
     def start(self) -> None:
         """Load the session (``session_load``) or start it with the system prompt (``system_prompt``)."""
@@ -255,7 +268,7 @@ class Agent:
             try:
                 generation, after = planned[-1]
                 if generation is not None:
-                    archive.write(index, generation, after)
+                    after = archive.write(index, generation, after)
                 outcome.backup = str(self.session.write_backup("precompact", history))
                 self.session.meta["archive"] = after.to_meta()
                 self.checkpoint(outcome.history)

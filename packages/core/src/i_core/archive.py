@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from i_protocol import atomic_write_bytes
+from i_protocol.files import set_aside
 from i_protocol.history import is_summary
 from i_protocol.jsonsafe import dumps_safe, loads_safe
 
@@ -131,31 +132,58 @@ class Archive:
         after = Index(generation.last + 1, generation.number + 1, sum(sizes), spans, dropped)
         return generation, after
 
-    def write(self, index: Index, generation: Generation, after: Index) -> None:
-        """Archive ``generation`` as planned: an append, or a rewrite (the plan dropped some, or debris at the end)."""
+    def write(self, index: Index, generation: Generation, after: Index) -> Index:
+        """Archive ``generation`` as planned: an append, or a rewrite (the plan dropped some, or debris at the end).
+
+        A damaged archive (a committed generation unreadable, the file shorter than its committed
+        size) is set aside first (``<name>.corrupt-<UTC time>``, never overwritten), and the
+        rewrite keeps what could still be read; the index returned (``after``, less what could not
+        be read) is what the checkpoint records.
+        """
         kept = {entry[0] for entry in after.spans}
         try:
             current = self.path.stat().st_size if self.path.exists() else 0
             if current == index.size and all(entry[0] in kept for entry in index.spans):
                 self._append(generation.line())
-                return
-            lines = [line for line in self._lines(limit=index.size) if _generation_of(line) in kept]
-            atomic_write_bytes(self.path, b"".join([*lines, generation.line()]), mode=0o600)
+                return after
+            found, missing = self.read(index)
+            if missing and current:
+                set_aside(self.path)
+            lines = [g.line() for g in found if g.number in kept]
+            data = b"".join([*lines, generation.line()])
+            atomic_write_bytes(self.path, data, mode=0o600)
         except OSError as exc:
             raise SessionError(f"cannot archive the compacted messages: {os_problem(exc)}") from None
+        lost = set(missing)
+        dropped: list[list[int]] = []
+        gone = [list(pair) for pair in after.dropped] + [[e[1], e[2]] for e in after.spans if e[0] in lost]
+        for first, last in sorted(gone):
+            _add_dropped(dropped, first, last)
+        spans = [entry for entry in after.spans if entry[0] not in lost]
+        return Index(after.next_span, after.next_generation, len(data), spans, dropped)
 
     def generations(self, index: Index) -> list[Generation]:
         """The committed generations still in the archive (what ``recall`` may return)."""
-        committed = {entry[0] for entry in index.spans}
+        return self.read(index)[0]
+
+    def read(self, index: Index) -> tuple[list[Generation], list[int]]:
+        """The committed generations that can be read, and the numbers of those that cannot."""
+        committed = [entry[0] for entry in index.spans]
         found = []
         for line in self._lines(limit=index.size):
             try:
                 record = loads_safe(line)
             except ValueError:
                 continue
-            if isinstance(record, dict) and record.get("generation") in committed:
+            if (
+                isinstance(record, dict)
+                and record.get("generation") in committed
+                and isinstance(record.get("first"), int)
+                and isinstance(record.get("messages"), list)
+            ):
                 found.append(Generation(record["generation"], record["first"], record["messages"]))
-        return found
+        readable = {g.number for g in found}
+        return found, [number for number in committed if number not in readable]
 
     def _append(self, line: bytes) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -221,7 +249,7 @@ def citation(index: Index) -> str:
     lines.extend(cited)
     if index.dropped:
         gone = ", ".join(f"{first}-{last}" if last > first else str(first) for first, last in index.dropped)
-        lines.append(f"No longer recallable (the archive's size bound removed them): spans {gone}.")
+        lines.append(f"No longer recallable (removed by the archive's size bound, or damaged): spans {gone}.")
     return "\n".join(lines)
 
 
