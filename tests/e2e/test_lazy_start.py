@@ -18,6 +18,10 @@ from pathlib import Path
 
 import orjson
 
+from i_core.executables import core_worker_argv
+from i_core.pool import worker_name
+from i_core.runtime import Runtime
+from i_core.selection import generate_manifest
 from i_scripted import ScriptedModel
 
 BIN = Path(sys.executable).parent
@@ -104,3 +108,45 @@ def test_a_tool_worker_starts_at_its_first_call_and_only_once(i, write_config, p
     # Both calls were answered by the one web worker: the page's text came back twice.
     answers = [m["content"] for m in model.requests[-1].body["messages"] if m["role"] == "tool"]
     assert len(answers) == 2 and all("lazy page body" in answer for answer in answers)
+
+
+# -- needing every worker installed (the e2e environment) ---------------------------------------
+
+GROUP = core_worker_argv("approval,prompts,skills")
+
+
+def _builtin(config_dir: Path, profile: str, **files: object) -> None:
+    (config_dir / "plugins.json").write_bytes(orjson.dumps({"profile": profile, "disabled": []}))
+    (config_dir / "builtin.json").write_bytes(b'{"builtin_profile":"configured","tools":[]}')
+    for name, content in files.items():
+        (config_dir / f"{name}.json").write_bytes(orjson.dumps(content))
+
+
+def test_the_standard_profile_runs_its_bundled_modules_in_one_process(dirs):
+    manifest = generate_manifest("standard", dirs["config"])
+    hooks = {entry["module"]: entry["exec"] for entry in manifest["hooks"]}
+    tools = {entry["name"]: entry["exec"] for entry in manifest["tools"]}
+    assert hooks["approval"] == hooks["prompts"] == hooks["skills"] == GROUP
+    assert tools["skill_load"] == tools["skill_read"] == GROUP
+    assert GROUP not in (hooks["budget"], hooks["memory"], tools["memory_get"])
+
+
+def test_a_binding_replaces_only_the_module_it_names(dirs, tmp_path):
+    mine = tmp_path / "my-prompts"
+    mine.write_text("#!/bin/sh\nexit 0\n")
+    mine.chmod(0o755)
+    manifest = generate_manifest("standard", dirs["config"], bindings={"prompts": {"exec": [str(mine)]}})
+    by_module = {entry["module"]: entry["exec"] for entry in manifest["hooks"]}
+    assert by_module["prompts"] == [str(mine)]
+    assert by_module["approval"] == by_module["skills"] == core_worker_argv("approval,skills")
+
+
+def test_a_session_starts_only_what_its_first_request_needs(dirs, project, env, monkeypatch):
+    for key in ("I_CONFIG_DIR", "I_DATA_DIR", "I_CACHE_DIR", "I_RUNTIME_DIR"):
+        monkeypatch.setenv(key, env[key])  # the runtime runs in this process: never the user's folders
+    _builtin(dirs["config"], "standard", mcp={"mcpServers": {}})
+    with Runtime(project) as runtime:
+        started = sorted(worker_name(worker.process.args) for worker in runtime.pool.running())
+    # The shared bundled process (system_prompt, before_turn), memory (before_turn), budget and
+    # cache (the first request) and mcp (tools_list); not compact, not web (tools only).
+    assert started == ["i --runtime worker approval,prompts,skills", "i-budget", "i-cache", "i-mcp", "i-memory"]

@@ -13,6 +13,8 @@ import pytest
 from i_core.bundled.responses import responses_request
 from i_core.manifest import parse_manifest
 from i_core.modules import PROFILES
+from i_core.providers import require_protocol_modules
+from i_core.selection import generate_manifest
 from i_scripted import ScriptedModel, prompt_tokens
 
 FILLER = "The build log said: " + "step ok; " * 150  # ~1.4 KB per user message
@@ -148,3 +150,16 @@ def test_every_profile_has_a_valid_manifest(i, dirs, profile):
     expected = set(PROFILES[profile]) - {"mcp"}  # mcp only with an mcp.json
     assert modules == expected
     assert all(Path(entry.exec.argv[0]).is_absolute() for entry in (*manifest.hooks, *manifest.tools))
+
+
+def test_in_full_the_cache_observes_before_responses_and_prepares_after_it(dirs) -> None:
+    hooks = generate_manifest("full", dirs["config"])["hooks"]
+    order = {
+        event: [h["module"] for h in hooks if event in h["events"]] for event in ("before_request", "after_response")
+    }
+    assert order["before_request"] == ["responses", "cache"]  # cache prepares the Responses request
+    assert order["after_response"] == ["cache", "responses"]  # cache observes before responses rejects
+    manifest = parse_manifest(generate_manifest("full", dirs["config"]), dirs["config"], "full")
+    require_protocol_modules("responses", manifest)
+    cache = [hook.exec for hook in manifest.hooks if hook.module == "cache"]
+    assert len(cache) == 2 and cache[0] == cache[1]  # two entries, one worker process

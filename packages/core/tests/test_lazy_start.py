@@ -19,9 +19,8 @@ import pytest
 from i_core.bundled.together import Together
 from i_core.errors import ConfigError
 from i_core.executables import bundle, core_worker_argv
-from i_core.pool import worker_environment, worker_name
+from i_core.pool import worker_environment
 from i_core.runtime import Runtime
-from i_core.selection import generate_manifest
 from i_protocol import Worker, paths_from_env
 from i_protocol.host import WorkerProcess
 
@@ -65,25 +64,6 @@ def _starts(marker: Path) -> int:
 
 
 # -- which modules share the bundled process ------------------------------------------------
-
-
-def test_the_standard_profile_runs_its_bundled_modules_in_one_process(dirs):
-    manifest = generate_manifest("standard", dirs["config"])
-    hooks = {entry["module"]: entry["exec"] for entry in manifest["hooks"]}
-    tools = {entry["name"]: entry["exec"] for entry in manifest["tools"]}
-    assert hooks["approval"] == hooks["prompts"] == hooks["skills"] == GROUP
-    assert tools["skill_load"] == tools["skill_read"] == GROUP
-    assert GROUP not in (hooks["budget"], hooks["memory"], tools["memory_get"])
-
-
-def test_a_binding_replaces_only_the_module_it_names(dirs, tmp_path):
-    mine = tmp_path / "my-prompts"
-    mine.write_text("#!/bin/sh\nexit 0\n")
-    mine.chmod(0o755)
-    manifest = generate_manifest("standard", dirs["config"], bindings={"prompts": {"exec": [str(mine)]}})
-    by_module = {entry["module"]: entry["exec"] for entry in manifest["hooks"]}
-    assert by_module["prompts"] == [str(mine)]
-    assert by_module["approval"] == by_module["skills"] == core_worker_argv("approval,skills")
 
 
 def test_a_disabled_bundled_module_leaves_the_shared_process():
@@ -152,15 +132,6 @@ def test_a_shared_process_that_cannot_be_served_is_a_usage_error(dirs, names, ar
 
 
 # -- lazy start ---------------------------------------------------------------------------------
-
-
-def test_a_session_starts_only_what_its_first_request_needs(dirs, project):
-    _builtin(dirs["config"], "standard", mcp={"mcpServers": {}})
-    with Runtime(project) as runtime:
-        started = sorted(worker_name(worker.process.args) for worker in runtime.pool.running())
-    # The shared bundled process (system_prompt, before_turn), memory (before_turn), budget and
-    # cache (the first request) and mcp (tools_list); not compact, not web (tools only).
-    assert started == ["i --runtime worker approval,prompts,skills", "i-budget", "i-cache", "i-mcp", "i-memory"]
 
 
 def test_a_tool_worker_starts_at_its_first_call_and_only_once(dirs, project, tmp_path, write_manifest):

@@ -11,7 +11,6 @@ from i_core.bundled.responses import INCLUDE, after_response, before_request, hi
 from i_core.errors import ConfigError, ContextTooLong
 from i_core.manifest import parse_manifest
 from i_core.providers import ProviderError, ResponsesAdapter, exchange, require_protocol_modules
-from i_core.selection import generate_manifest
 from i_core.transport import Transport
 from i_scripted import ScriptedModel
 
@@ -235,16 +234,3 @@ def test_responses_without_its_module_in_the_manifest_is_refused(tmp_path) -> No
     with pytest.raises(ConfigError, match=r"needs the 'responses' module .* responses-compact"):
         require_protocol_modules("responses", empty)
     require_protocol_modules("openai", empty)  # the others need no module
-
-
-def test_in_full_the_cache_observes_before_responses_and_prepares_after_it(dirs) -> None:
-    hooks = generate_manifest("full", dirs["config"])["hooks"]
-    order = {
-        event: [h["module"] for h in hooks if event in h["events"]] for event in ("before_request", "after_response")
-    }
-    assert order["before_request"] == ["responses", "cache"]  # cache prepares the Responses request
-    assert order["after_response"] == ["cache", "responses"]  # cache observes before responses rejects
-    manifest = parse_manifest(generate_manifest("full", dirs["config"]), dirs["config"], "full")
-    require_protocol_modules("responses", manifest)
-    cache = [hook.exec for hook in manifest.hooks if hook.module == "cache"]
-    assert len(cache) == 2 and cache[0] == cache[1]  # two entries, one worker process
