@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
+from typing import TypeAlias
 
 __all__ = [
     "DESCRIPTIONS",
@@ -538,23 +539,36 @@ GATE_WORDS: tuple[str, ...] = tuple(
 
 
 # Gate words are looked for by groups: words sharing a head (``pass``, ``gh``, ``gl``: 21 of the
-# 47) only once their head is there, and a head only when its rarest character (by English letter
-# frequency; characters not in the list are rarer still) is: a one-character ``in`` is a memchr.
-# A text without a gate word (most tool output) costs one scan per group, not one per word.
+# 47) only once their head is there, and a head only when its two rarest characters (by English
+# letter frequency; characters not in the list are rarer still) are: a one-character ``in`` is a
+# memchr, and stops at the first one.
+# A text without a gate word (most tool output) costs one scan per group, not one per word; in
+# one with a head, one regex search reads the character after each place of it (:func:`_words_after`).
 _FREQUENT = " etaoinsrhdlucmfywgp-.,bv_/:kxqjz"
 _GATE_HEADS = ("pass", "gh", "gl")
+_Group: TypeAlias = tuple[str, str, str, tuple[str, ...], re.Pattern[str] | None]
 
 
-def _rarest(word: str) -> str:
-    return max(word, key=lambda char: _FREQUENT.find(char) % (len(_FREQUENT) + 1))
+def _rarest(word: str) -> tuple[str, str]:
+    """The two rarest distinct characters of ``word`` (the same one twice if it has only one)."""
+    chars = sorted(set(word), key=lambda char: _FREQUENT.find(char) % (len(_FREQUENT) + 1), reverse=True)
+    return chars[0], chars[1 if len(chars) > 1 else 0]
 
 
-def _grouped(words: set[str]) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
-    """``(rarest character of the head, head, words)`` for each group of ``words``."""
+def _grouped(words: set[str]) -> tuple[_Group, ...]:
+    """``(two rarest characters of the head, head, words, the head before a character that
+    follows it in a word)`` for each group of ``words``; the pattern is None for a lone word."""
     groups: dict[str, list[str]] = {}
     for word in sorted(words):
         groups.setdefault(next((head for head in _GATE_HEADS if word.startswith(head)), word), []).append(word)
-    return tuple((_rarest(head), head, tuple(group)) for head, group in groups.items())
+    out: list[_Group] = []
+    for head, group in groups.items():
+        after = "".join(sorted({word[len(head)] for word in group if word != head}))
+        # A head that overlaps itself ("aa") could hide a place of it inside another: no pattern.
+        overlaps = any(head.startswith(head[i:]) for i in range(1, len(head)))
+        pattern = re.compile(f"{re.escape(head)}(?=([{re.escape(after)}]))") if after and not overlaps else None
+        out.append((*_rarest(head), head, tuple(group), pattern))
+    return tuple(out)
 
 
 _GATE_GROUPS = _grouped({g for p in _TABLE for g in p.gates})
@@ -564,17 +578,33 @@ _GATE_WORD_GROUPS = _grouped(set(GATE_WORDS))
 def _gate_words_in(lower: str) -> set[str]:
     """The gate words (of every pattern) that ``lower`` holds."""
     found: set[str] = set()
-    for char, head, words in _GATE_GROUPS:
-        if char in lower and head in lower:
-            found.update(word for word in words if word == head or word in lower)
+    for char, second, head, words, after in _GATE_GROUPS:
+        if char in lower and second in lower and head in lower:
+            found.update(_words_after(lower, head, words, after))
     return found
+
+
+def _words_after(lower: str, head: str, words: tuple[str, ...], after: re.Pattern[str] | None) -> list[str]:
+    """The ``words`` of a group that ``lower`` holds, ``head`` (their common start) being there.
+
+    Each word would be a scan of the whole text: one search (``after``, led by the head's literal,
+    a fast scan) gives the character after every place of the head instead, and only a word
+    longer than the head and one character is then looked for, when its start is there.
+    """
+    if after is None:
+        return [word for word in words if word == head or word in lower]
+    size = len(head)
+    following = set(after.findall(lower))
+    return [
+        word for word in words if word == head or (word[size] in following and (len(word) == size + 1 or word in lower))
+    ]
 
 
 def may_contain_secret(text: str) -> bool:
     """False when no secret can be found in ``text`` nor in any part of it (no gate word)."""
     lower = text.lower()
-    for char, head, words in _GATE_WORD_GROUPS:
-        if char in lower and head in lower and any(word == head or word in lower for word in words):
+    for char, second, head, words, _ in _GATE_WORD_GROUPS:
+        if char in lower and second in lower and head in lower and any(word == head or word in lower for word in words):
             return True
     return False
 

@@ -18,7 +18,7 @@ from i_protocol.history import is_summary, text_of
 
 from . import ledger as facts
 from .redact import redact, secret_references
-from .reduction import strip_payloads
+from .reduction import Reduction, strip_payloads
 from .state_record import find_record, render
 from .textsafe import scrub
 from .transcript import Analysis
@@ -52,10 +52,10 @@ _TRIM_ORDER = (
     "Next step",
 )
 _SECRET_REFS = "Secret references (values never kept)"
-_SecretRefs: TypeAlias = list[str] | tuple[str, str]
-"""A user message's secret references, or a tool result still to redact and the suffix of its items."""
 _RESULT_REFS = " in the output of {name} call {call_id}"
 """How a tool result's secret reference ends (its spaces are the template's when the names have none)."""
+_RESULT_QUOTE = "{name} call {call_id}: "
+"""How a tool result's quoted error line starts (its spaces are the template's when the names have none)."""
 _QUOTE = 240
 EVIDENCE_RESERVE = 400
 """Bytes the record leaves for evidence when it is near the bound (at most a tenth of it)."""
@@ -113,8 +113,9 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
     sections: dict[str, list[str]] = {name: [] for name in SECTIONS}
     if messages and is_summary(messages[0]):
         _carry(text_of(messages[0]), sections)
+    # Evidence, blockers and secret references, oldest first (after what an earlier summary carried).
+    found: dict[str, list[_Entry]] = {name: [*sections[name]] for name in ("Evidence", "Blockers", _SECRET_REFS)}
     users: list[str] = []
-    secret_refs: list[_SecretRefs] = []
     last_assistant = ""
     image_count = 0
     for index, message in enumerate(messages):
@@ -128,7 +129,7 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
             text = _clean(text_of(message))
             if text:
                 users.append(text)
-            secret_refs.append([f"{ref} in a user message" for ref in secret_references(text)[:5]])
+            found[_SECRET_REFS] += [f"{ref} in a user message" for ref in secret_references(text)[:5]]
         elif role == "assistant":
             raw = text_of(message)
             if raw.strip():
@@ -140,16 +141,14 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
                     if _UNRUN.search(sentence):
                         _add(sections, "Checks not run", _quote(sentence, _QUOTE))
         elif role == "tool":
-            _result(message, analysis, index, sections, secret_refs)
-    sections[_SECRET_REFS] = _newest_secret_refs(secret_refs, _CAPS[_SECRET_REFS])
+            _result(message, analysis, index, found)
     sections["Earlier user requests"] += [_quote(t, _QUOTE) for t in users[-4:-1]]
     if last_assistant:
         sections["Next step"] = [f"last assistant message: {_quote(_clean(last_assistant), 400)}"]
     if image_count:
-        _add(sections, "Evidence", f"{image_count} image(s) in the compacted messages ({images})")
+        found["Evidence"].append(f"{image_count} image(s) in the compacted messages ({images})")
     for name, cap in _CAPS.items():
-        items = list(dict.fromkeys(sections[name]))
-        sections[name] = items[-cap:]
+        sections[name] = _newest(found[name], cap) if name in found else list(dict.fromkeys(sections[name]))[-cap:]
     return sections
 
 
@@ -167,63 +166,119 @@ def _carry(text: str, sections: dict[str, list[str]]) -> None:
             sections[current].append(line[2:])
 
 
-def _result(
-    message: dict[str, Any],
-    analysis: Analysis,
-    index: int,
-    sections: dict[str, list[str]],
-    secret_refs: list[_SecretRefs],
-) -> None:
+def _result(message: dict[str, Any], analysis: Analysis, index: int, found: dict[str, list[_Entry]]) -> None:
     reduction = analysis.reductions.get(index)
     if reduction is None:
         return
     call_id = message.get("tool_call_id")
     name = analysis.calls.get(str(call_id), ("?", ""))[0]
-    for flag in reduction.truncation[:3]:
-        _add(sections, "Evidence", f"PARTIAL result of {name} call {call_id}: {flag}")
-    # Redacted later, and only if its secrets can be among the newest the section keeps.
-    secret_refs.append((reduction.text, _RESULT_REFS.format(name=name, call_id=call_id)))
-    for line in reduction.errors[:2]:
-        quoted = f"{name} call {call_id}: {_quote(_clean(line), _QUOTE)}"
-        _add(sections, "Evidence", quoted)
-        _add(sections, "Blockers", f"error seen in {quoted}")
+    found["Evidence"] += [f"PARTIAL result of {name} call {call_id}: {flag}" for flag in reduction.truncation[:3]]
+    # Searched and redacted later, and only if they can be among the newest a section keeps.
+    found[_SECRET_REFS].append(_ResultSecrets(reduction.text, name, call_id))
+    found["Evidence"].append(_ErrorQuotes(reduction, name, call_id))
+    found["Blockers"].append(_ErrorQuotes(reduction, name, call_id, lead="error seen in "))
 
 
-def _newest_secret_refs(entries: list[_SecretRefs], cap: int) -> list[str]:
-    """The last ``cap`` distinct secret references of ``entries`` (in message order, each item
-    where it is first mentioned), as if every tool result had been redacted.
+class _Pending:
+    """Items of one tool result that cost a search or a redaction to know.
 
-    Redacting a tool result only to name the secrets in it is the costliest step on real output,
-    and the section keeps only the newest ``cap`` items: a result whose items no other entry can
-    give (its suffix names its call, space-free and unique) is redacted newest first, only while
-    fewer than ``cap`` items are certain. Other results are redacted up front, like user messages.
+    A section keeps only its newest items, and on real output finding them (the error lines of
+    a code file, the secrets of a log) is the costliest step: :func:`_newest` asks a result for
+    its items only while fewer than the section's cap are certain. Every item holds :attr:`key`,
+    which names the result's call; while names and call ids have no spaces, two entries can give
+    the same item only if they share the key.
     """
-    suffixes = Counter(entry[1] for entry in entries if isinstance(entry, tuple))
-    clean = all(suffix.count(" ") == _RESULT_REFS.count(" ") for suffix in suffixes)
-    items: list[list[str] | None] = [
-        None if isinstance(entry, tuple) and clean and suffixes[entry[1]] == 1 else _secret_items(entry)
-        for entry in entries
-    ]
+
+    __slots__ = ("key", "spaces")
+
+    def __init__(self, key: str, spaces: int) -> None:
+        self.key, self.spaces = key, spaces
+
+    def items(self) -> list[str]:
+        """The entry's distinct items, in order."""
+        raise NotImplementedError
+
+    def key_of(self, item: str) -> str:
+        """The key ``item`` would hold if an entry of this kind gave it ("" if none)."""
+        raise NotImplementedError
+
+
+class _ResultSecrets(_Pending):
+    """A tool result's secret references (``… in the output of <name> call <id>``), once redacted."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str, name: str, call_id: Any) -> None:
+        super().__init__(_RESULT_REFS.format(name=name, call_id=call_id), _RESULT_REFS.count(" "))
+        self.text = text
+
+    def items(self) -> list[str]:
+        return list(dict.fromkeys(ref + self.key for ref in secret_references(redact(self.text))[:5]))
+
+    def key_of(self, item: str) -> str:
+        at = item.rfind(_RESULT_REFS[: _RESULT_REFS.index("{")])
+        return item[at:] if at >= 0 else ""
+
+
+class _ErrorQuotes(_Pending):
+    """A tool result's first two error lines, quoted after ``<name> call <id>: `` (and ``lead``)."""
+
+    __slots__ = ("reduction",)
+
+    def __init__(self, reduction: Reduction, name: str, call_id: Any, lead: str = "") -> None:
+        key = lead + _RESULT_QUOTE.format(name=name, call_id=call_id)
+        super().__init__(key, lead.count(" ") + _RESULT_QUOTE.count(" "))
+        self.reduction = reduction
+
+    def items(self) -> list[str]:
+        return list(dict.fromkeys(f"{self.key}{_quote(_clean(line), _QUOTE)}" for line in self.reduction.errors[:2]))
+
+    def key_of(self, item: str) -> str:
+        parts = item.split(" ", self.spaces)
+        return " ".join(parts[: self.spaces]) + " " if len(parts) > self.spaces else ""
+
+
+_Entry: TypeAlias = str | _Pending
+
+
+def _newest(entries: list[_Entry], cap: int) -> list[str]:
+    """``list(dict.fromkeys(items))[-cap:]`` of the entries' items (each where first mentioned),
+    asking pending entries for theirs newest first, only while fewer than ``cap`` are certain."""
+    entries = _expand_shared(entries)
     first: dict[str, int] = {}
-    for position, known in enumerate(items):
-        for item in known or ():
-            first.setdefault(item, position)
+    for position, entry in enumerate(entries):
+        if isinstance(entry, str):
+            first.setdefault(entry, position)
     newest: list[str] = []
     for position in range(len(entries) - 1, -1, -1):
         if len(newest) >= cap:
             break
-        known = items[position]
-        found = _secret_items(entries[position]) if known is None else [i for i in known if first[i] == position]
-        newest[:0] = found
+        entry = entries[position]
+        if isinstance(entry, _Pending):
+            newest[:0] = entry.items()
+        elif first[entry] == position:
+            newest.insert(0, entry)
     return newest[-cap:]
 
 
-def _secret_items(entry: _SecretRefs) -> list[str]:
-    """An entry's distinct items in order: a user message's as they are, a result's once redacted."""
-    if isinstance(entry, list):
-        return list(dict.fromkeys(entry))
-    text, suffix = entry
-    return list(dict.fromkeys(ref + suffix for ref in secret_references(redact(text))[:5]))
+def _expand_shared(entries: list[_Entry]) -> list[_Entry]:
+    """``entries`` with the items of each pending entry in its place unless they can be its own:
+    every key space-free (the template's spaces), its key once, and no other item holding it."""
+    pending = [entry for entry in entries if isinstance(entry, _Pending)]
+    if not pending:
+        return entries
+    lazy: set[str] = set()
+    if all(entry.key.count(" ") == entry.spaces for entry in pending):
+        keys = Counter(entry.key for entry in pending)
+        held = {pending[0].key_of(entry) for entry in entries if isinstance(entry, str)}
+        lazy = {key for key, count in keys.items() if count == 1 and key not in held}
+    expanded: list[_Entry] = []
+    for entry in entries:
+        if isinstance(entry, _Pending) and entry.key not in lazy:
+            expanded += entry.items()
+        else:
+            expanded.append(entry)
+    return expanded
 
 
 def _add(sections: dict[str, list[str]], name: str, item: str) -> None:

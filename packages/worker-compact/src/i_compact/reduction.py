@@ -260,11 +260,16 @@ class Reduction:
 
     A plain class with slots: one is built per tool result, and a dataclass's default
     factories cost more than the literals below on histories of thousands of results.
+
+    The error lines of a plain-text result are found on first use (:attr:`errors`): a local
+    summary quotes those of the newest results only, and on real output (code, logs) the
+    search is the costliest part of a reduction.
     """
 
     __slots__ = (
+        "_error_text",
+        "_errors",
         "approvals",
-        "errors",
         "facts",
         "field_ids",
         "ids",
@@ -289,9 +294,22 @@ class Reduction:
         self.paths: list[str] = []
         self.truncation: list[str] = []
         self.omitted_by_producer: list[str] = []
-        self.errors: list[str] = []
+        self._errors: list[str] | None = []
+        self._error_text = ""
         self.facts: list[str] = []
         self.field_ids: list[str] = []  # values of id fields that are not protocol ids (ledger ids)
+
+    @property
+    def errors(self) -> list[str]:
+        """The lines of the result that report an error (at most 8, distinct, in order)."""
+        if self._errors is None:
+            self._errors = _error_lines(self._error_text)
+            self._error_text = ""
+        return self._errors
+
+    def errors_of(self, text: str) -> None:
+        """Let :attr:`errors` be the error lines of ``text``, found when first read."""
+        self._errors, self._error_text = None, text
 
 
 def reduce_tool_result(content: str, *, cap: int = TOOL_RESULT_CAP, facts_only: bool = False) -> Reduction:
@@ -646,7 +664,7 @@ def _reduce_text(content: str, cap: int, facts_only: bool = False) -> Reduction:
     result = Reduction(text=content, original_chars=len(content))
     for ident in find_ids(content):
         _add_id(result, ident, "")
-    result.errors = _error_lines(content)
+    result.errors_of(content)
     if facts_only:
         return result
     lines = content.splitlines()
