@@ -94,9 +94,9 @@ def origin_of(url: str) -> tuple[str, str]:
 
 
 def _credential_name(name: str, *, query: bool = False) -> bool:
-    # The one name rule lives in i_protocol.secrets (the MCP worker applies it to env names); it is
-    # imported here, on the first check, so that a run never compiles the secret table it does not use.
-    from i_protocol.secrets import looks_like_credential
+    # The one name rule lives in i_protocol.credentials (the MCP worker applies it to env names),
+    # apart from the secret table, so that validating config.json compiles no pattern.
+    from i_protocol.credentials import looks_like_credential
 
     return looks_like_credential(name, query=query)
 

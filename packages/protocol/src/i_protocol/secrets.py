@@ -74,6 +74,8 @@ __all__ = [
     "redact",
 ]
 
+from .credentials import looks_like_credential  # re-exported: part of this module's API
+
 MARKER = "[REDACTED:{name}]"
 """The default replacement of :func:`redact`; ``{name}`` is the pattern name."""
 
@@ -730,62 +732,4 @@ def redact(text: str, marker: str = MARKER) -> tuple[str, int]:
     return "".join(parts), len(found)
 
 
-# -- credential-looking field names (config.json of the core, env names of mcp.json) --------------
-
-# Credential-looking names, compared after lowercasing and dropping "-" and "_": an exact match, or
-# a name ending in one of the suffixes (``openai_api_key``, ``x-api-key``, ``github_token``,
-# ``client_secret``). ``max_tokens``, ``tokenizer``, ``prompt_cache_key`` and ``stop_token_ids`` pass.
-_SECRET_NAMES = frozenset(
-    {
-        "apikey",
-        "key",
-        "token",
-        "accesstoken",
-        "secret",
-        "password",
-        "passwd",
-        "passphrase",
-        "authorization",
-        "auth",
-        "bearer",
-        "credential",
-        "credentials",
-        "cookie",
-        "privatekey",
-        "sessionid",
-    }
-)
-_SECRET_SUFFIXES = (
-    "apikey",
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "authorization",
-    "credentials",
-    "privatekey",
-    "bearer",
-)
-# A URL's query carries credentials under a few more names: signed URLs (``sig``, ``signature``,
-# ``X-Amz-Signature``, ``X-Goog-Signature``) and OAuth codes.
-_SECRET_QUERY_NAMES = _SECRET_NAMES | {
-    "sig",
-    "signature",
-    "code",
-    "xamzsignature",
-    "xgoogsignature",
-    "xamzcredential",
-    "xamzsecuritytoken",
-}
-_SECRET_QUERY_SUFFIXES = (*_SECRET_SUFFIXES, "signature")
-
-
-def _normal(name: str) -> str:
-    return name.lower().replace("-", "").replace("_", "")
-
-
-def looks_like_credential(name: str, *, query: bool = False) -> bool:
-    """True when a field (or, with ``query``, a URL query parameter) name looks like it holds a secret."""
-    normal = _normal(name)
-    names, suffixes = (_SECRET_QUERY_NAMES, _SECRET_QUERY_SUFFIXES) if query else (_SECRET_NAMES, _SECRET_SUFFIXES)
-    return normal in names or normal.endswith(suffixes)
+# -- credential-looking field names: i_protocol.credentials (no patterns to compile) --------------

@@ -100,7 +100,7 @@ def _server(name: str, servers: dict[str, Any], source: str, base_dir: str | Non
 
 
 def _env(key: str, value: object, where: str, base_dir: str | None) -> tuple[str, str | EnvFile]:
-    from i_protocol.secrets import looks_like_credential
+    from i_protocol.credentials import looks_like_credential
 
     if not key or "=" in key or "\0" in key:
         raise McpConfigError(f"{where}: not a valid environment variable name")

@@ -13,7 +13,6 @@ import re
 from typing import Any
 
 from i_protocol.jsonsafe import dumps_printable
-from i_protocol.secrets import redact
 
 from ..errors import ToolError
 from .arguments import Arguments
@@ -119,6 +118,8 @@ def _render(header: str, chosen: list[tuple[int, dict[str, Any]]], ctx: ToolCont
 def _masked(value: Any) -> tuple[Any, int]:
     """``value`` with every string's secrets masked (each string on its own, as the history holds it)."""
     if isinstance(value, str):
+        from i_protocol.secrets import redact  # the table compiles on first use, not at the core's start
+
         return redact(value)
     if isinstance(value, dict):
         count = 0
