@@ -719,6 +719,17 @@ def _queued_turn(agent: object, screen: Screen, reader: _LineQueue) -> None:
             return  # the steering worker delivered nothing (replaced by one that does not?)
 
 
+def context_used(usage: dict[str, object], budget: dict[str, object]) -> int | None:
+    """Tokens the context holds after the last reply: the server's own count of that request and its
+    answer when it gave one, else the budget's estimate of the request (conservative before any
+    usage: shown as is, it read "8,780 of 8,000 (110%)" after a request the server took as 3,089)."""
+    tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
+    if isinstance(tokens_in, int) and isinstance(tokens_out, int):
+        return tokens_in + tokens_out
+    estimate = budget.get("estimate")
+    return estimate if isinstance(estimate, int) else None
+
+
 def status_line(agent: object) -> str:
     """Tokens of the last request, cache share, context used of the window, compactions."""
     from .agent import Agent
@@ -736,9 +747,9 @@ def status_line(agent: object) -> str:
     else:
         parts.append("tokens unknown")
     budget = agent.stats.last_budget or {}
-    estimate, window = budget.get("estimate"), budget.get("context_window")
-    if isinstance(estimate, int) and isinstance(window, int) and window > 0:
-        parts.append(f"context {estimate:,} of {window:,} ({round(100 * estimate / window)}%)")
+    used, window = context_used(usage, budget), budget.get("context_window")
+    if used is not None and isinstance(window, int) and window > 0:
+        parts.append(f"context {used:,} of {window:,} ({round(100 * used / window)}%)")
     else:
         parts.append("context unknown (no budget module)")
     parts.append(f"{agent.stats.compactions} compaction{'s' if agent.stats.compactions != 1 else ''}")
