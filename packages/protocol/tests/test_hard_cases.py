@@ -132,6 +132,12 @@ def test_without_surrogates_maps_each_replaced_string_back_unless_ambiguous():
     assert without_surrogates({"plain": ["text"]}) == ({"plain": ["text"]}, {})
 
 
+def test_a_real_replacement_character_makes_the_same_replaced_text_ambiguous():
+    clean, originals = without_surrogates(["caf\ufffd", "caf\udce9", "ok\udc80"])
+    assert clean == ["caf\ufffd", "caf\ufffd", "ok\ufffd"]
+    assert originals == {"ok\ufffd": "ok\udc80"}  # "caf\ufffd" in an answer could be either one
+
+
 def test_a_worker_frame_with_the_escaped_surrogate_decodes(spawn, misbehaving_argv):
     worker = spawn(misbehaving_argv("surrogate_escape"))
     reply = worker.call("x", {"workspace": "/p/caf\udce9"})

@@ -25,6 +25,7 @@ infinite numbers, no trailing commas).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -33,7 +34,9 @@ __all__ = [
     "dumps_printable",
     "dumps_safe",
     "loads_safe",
+    "map_strings",
     "printable",
+    "replace_surrogates",
     "restore_surrogates",
     "utf8_error",
     "without_surrogates",
@@ -82,13 +85,30 @@ def dumps_printable(value: Any) -> bytes:
 
 
 def _printable_copy(value: Any) -> Any:
+    return map_strings(value, printable)
+
+
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """A JSON-shaped ``value`` with ``change`` applied to every string in it, object keys included."""
     if isinstance(value, str):
-        return printable(value)
+        return change(value)
     if isinstance(value, dict):
-        return {printable(k) if isinstance(k, str) else k: _printable_copy(v) for k, v in value.items()}
+        return {change(k) if isinstance(k, str) else k: map_strings(v, change) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_printable_copy(v) for v in value]
+        return [map_strings(v, change) for v in value]
     return value
+
+
+def replace_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD; a valid pair becomes its character."""
+    if text.isascii():  # constant time in CPython: most text needs no encoding round trip
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # utf-16 with surrogatepass joins valid pairs and flags only the lone halves.
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def without_surrogates(value: Any) -> tuple[Any, dict[str, str]]:
@@ -102,29 +122,19 @@ def without_surrogates(value: Any) -> tuple[Any, dict[str, str]]:
     ambiguous: set[str] = set()
 
     def clean(text: str) -> str:
-        try:
-            text.encode("utf-8")
+        replaced = replace_surrogates(text)
+        if replaced is text:
+            if not text.isascii() and "\ufffd" in text:
+                ambiguous.add(text)  # a real U+FFFD: the same text in the answer may be this one
             return text
-        except UnicodeEncodeError:
-            pass
-        replaced = _replace(text)
         if originals.get(replaced, text) != text:
             ambiguous.add(replaced)
         originals[replaced] = text
         return replaced
 
-    def walk(item: Any) -> Any:
-        if isinstance(item, str):
-            return clean(item)
-        if isinstance(item, dict):
-            return {clean(k) if isinstance(k, str) else k: walk(v) for k, v in item.items()}
-        if isinstance(item, list | tuple):
-            return [walk(v) for v in item]
-        return item
-
-    result = walk(value)
+    result = map_strings(value, clean)
     for text in ambiguous:
-        del originals[text]
+        originals.pop(text, None)
     return result, originals
 
 
@@ -132,21 +142,7 @@ def restore_surrogates(value: Any, originals: dict[str, str]) -> Any:
     """``value`` with every string that ``without_surrogates`` replaced, as it was (see there)."""
     if not originals:
         return value
-    if isinstance(value, str):
-        return originals.get(value, value)
-    if isinstance(value, dict):
-        return {
-            originals.get(k, k) if isinstance(k, str) else k: restore_surrogates(v, originals) for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [restore_surrogates(v, originals) for v in value]
-    return value
-
-
-def _replace(text: str) -> str:
-    import re  # only for text that holds a lone surrogate
-
-    return re.sub("[\ud800-\udfff]", "\ufffd", text)
+    return map_strings(value, lambda text: originals.get(text, text))
 
 
 def loads_safe(raw: bytes | bytearray | memoryview | str) -> Any:

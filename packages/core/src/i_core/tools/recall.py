@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from i_protocol.jsonsafe import dumps_printable
+from i_protocol.jsonsafe import dumps_printable, map_strings
 
 from ..errors import ToolError
 from .arguments import Arguments
@@ -117,26 +117,17 @@ def _render(header: str, chosen: list[tuple[int, dict[str, Any]]], ctx: ToolCont
 
 def _masked(value: Any) -> tuple[Any, int]:
     """``value`` with every string's secrets masked (each string on its own, as the history holds it)."""
-    if isinstance(value, str):
-        from i_protocol.secrets import redact  # the table compiles on first use, not at the core's start
+    from i_protocol.secrets import redact  # the table compiles on first use, not at the core's start
 
-        return redact(value)
-    if isinstance(value, dict):
-        count = 0
-        result = {}
-        for key, item in value.items():
-            result[key], found = _masked(item)
-            count += found
-        return result, count
-    if isinstance(value, list):
-        count = 0
-        items = []
-        for item in value:
-            masked, found = _masked(item)
-            items.append(masked)
-            count += found
-        return items, count
-    return value, 0
+    count = 0
+
+    def mask(text: str) -> str:
+        nonlocal count
+        masked, found = redact(text)
+        count += found
+        return masked
+
+    return map_strings(value, mask), count
 
 
 def _ranges(numbered: list[tuple[int, dict[str, Any]]]) -> str:
