@@ -177,6 +177,139 @@ def test_an_update_that_fails_writes_nothing_and_releases_the_lock(tmp_path: Pat
     lock.release()
 
 
+_FILELOCK_HOLDER = textwrap.dedent(
+    """
+    import sys
+    from filelock import FileLock
+
+    lock = FileLock(sys.argv[1] + ".lock", timeout=30)
+    lock.acquire()
+    print("held", flush=True)
+    sys.stdin.readline()
+    lock.release()
+    """
+)
+
+_TRY_FILELOCK = textwrap.dedent(
+    """
+    import sys
+    from filelock import FileLock, Timeout
+
+    try:
+        FileLock(sys.argv[1] + ".lock", timeout=0).acquire()
+    except Timeout:
+        print("busy")
+    else:
+        print("acquired")
+    """
+)
+
+
+def _try_lock_in_another_process(path: Path, code: str = _HOLDER.replace("30", "0")) -> str:
+    """``held`` when another process gets the lock at once, else the LockTimeout's message."""
+    probe = """
+import sys
+from i_protocol.errors import LockTimeout
+from i_protocol.files import acquire_lock
+try:
+    acquire_lock(sys.argv[1], timeout=0).release()
+except LockTimeout as exc:
+    print(exc)
+else:
+    print("held")
+"""
+    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_lock_excludes_filelock_and_filelock_excludes_it(tmp_path: Path) -> None:
+    """A worker pinned to an older i-protocol locks with filelock: both must see the same lock."""
+    path = tmp_path / "stats.json"
+    holder = _python(_FILELOCK_HOLDER, str(path))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(LockTimeout):
+            acquire_lock(path, timeout=0.2)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        assert holder.wait(timeout=30) == 0
+    lock = acquire_lock(path, timeout=5)
+    try:
+        done = subprocess.run([sys.executable, "-c", _TRY_FILELOCK, str(path)], capture_output=True, text=True)
+        assert done.stdout.strip() == "busy", done.stderr
+    finally:
+        lock.release()
+    done = subprocess.run([sys.executable, "-c", _TRY_FILELOCK, str(path)], capture_output=True, text=True)
+    assert done.stdout.strip() == "acquired", done.stderr
+
+
+def test_a_child_process_does_not_inherit_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "session.json"
+    lock = acquire_lock(path, timeout=0)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, close_fds=False
+    )
+    try:
+        assert _try_lock_in_another_process(path).endswith("another process holds it")
+        lock.release()
+        lock.release()  # a second release does nothing
+        assert _try_lock_in_another_process(path) == "held"  # the child, still running, holds nothing
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock semantics")
+def test_a_lock_file_replaced_while_waiting_is_locked_where_it_now_is(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "memory.json"
+    holder = _python(_HOLDER, str(path))
+    got: list[files.HeldLock] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        waiter = threading.Thread(target=lambda: got.append(acquire_lock(path, timeout=20)))
+        waiter.start()
+        time.sleep(0.2)  # the waiter has opened the old lock file and polls it
+        os.unlink(f"{path}.lock")  # what no i process does, but a user's cleanup might
+        (tmp_path / "memory.json.lock").write_bytes(b"")
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        assert holder.wait(timeout=30) == 0
+    waiter.join(timeout=30)
+    assert len(got) == 1
+    try:  # the waiter holds the file now at the path, so a newcomer is excluded
+        assert _try_lock_in_another_process(path).endswith("another process holds it")
+    finally:
+        got[0].release()
+
+
+def test_a_file_system_without_flock_falls_back_to_filelock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import fcntl
+
+    import filelock
+
+    real = fcntl.flock
+    refused: list[int] = []
+
+    def no_flock(fd: int, operation: int) -> None:
+        if not refused:
+            refused.append(fd)
+            raise OSError(errno.ENOSYS, "Function not implemented")
+        real(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    lock = acquire_lock(tmp_path / "state.json", timeout=1)
+    assert refused and isinstance(lock, filelock.BaseFileLock)
+    lock.release()
+    assert _try_lock_in_another_process(tmp_path / "state.json") == "held"
+
+
 def test_replace_keeps_the_requested_mode(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
     with locked_update(path, timeout=1, mode=0o600) as file:

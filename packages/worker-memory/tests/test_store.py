@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import filelock
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,9 +21,9 @@ class Counts:
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     seen = Counts()
-    real_lock, real_write = filelock.FileLock, files_module.atomic_write_bytes
+    real_lock, real_write = files_module.acquire_lock, files_module.atomic_write_bytes
 
-    def counting_lock(*args: object, **kwargs: object) -> filelock.BaseFileLock:
+    def counting_lock(*args: object, **kwargs: object) -> files_module.HeldLock:
         seen.locks += 1
         return real_lock(*args, **kwargs)  # type: ignore[arg-type]
 
@@ -32,7 +31,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
         seen.writes += 1
         real_write(path, data, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(filelock, "FileLock", counting_lock)
+    monkeypatch.setattr(files_module, "acquire_lock", counting_lock)
     monkeypatch.setattr(files_module, "atomic_write_bytes", counting_write)
     return seen
 

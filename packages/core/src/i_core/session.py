@@ -5,8 +5,8 @@ Saves replace the file atomically, so a crash or a failed turn leaves the last c
 checkpoint. Text that cannot be encoded as strict UTF-8 (lone surrogates from a bad decode) is
 kept losslessly through JSON ``\\u`` escapes instead of failing the save.
 
-One writer at a time: ``<session>.json.lock`` is held (``i_protocol.files.acquire_lock``: filelock's
-``FileLock``, ``flock`` on Unix) while the session is open. The lock file stays after the run: the
+One writer at a time: ``<session>.json.lock`` is held (``i_protocol.files.acquire_lock``: ``flock``
+on Unix, filelock's ``FileLock`` elsewhere) while the session is open. The lock file stays after the run: the
 lock is the kernel's lock on that file's inode, and unlinking a lock file another process may
 already have opened lets it lock the deleted inode while a third process creates and locks a new
 one — two writers (filelock keeps Unix lock files for this reason: tox-dev/filelock#574). The one

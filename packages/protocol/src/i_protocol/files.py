@@ -8,8 +8,8 @@ copies, so a file is read, locked and replaced the same way everywhere.
   ``FileTooLarge``, never a file read in part. ``FileNotFoundError`` and other ``OSError`` pass
   through unchanged, because what a missing file means (none yet, or an error) is the caller's
   to say. Invalid UTF-8 or JSON is a ``FileDecodeError`` naming the file and the position.
-- **Locked updates** (``locked_update``): ``<path>.lock`` is held (filelock's ``FileLock``:
-  ``flock`` on Unix) while the caller re-reads the file and replaces it atomically
+- **Locked updates** (``locked_update``): ``<path>.lock`` is held (``flock`` on it; see ``acquire_lock``)
+  while the caller re-reads the file and replaces it atomically
   (``i_protocol.atomic``); a lock not acquired in time is a ``LockTimeout`` naming the file and
   the seconds. ``acquire_lock`` is the same lock for a caller that holds it longer (a session).
   Lock files stay after use: unlinking one another process has open would let two writers in.
@@ -18,15 +18,23 @@ copies, so a file is read, locked and replaced the same way everywhere.
   and the next writer starts afresh.
 
 Every error is an ``i_protocol.errors.FileError``; a package maps it to its own error type where
-its messages or exit codes require. ``filelock`` is imported only when a lock is taken, because
-workers start on every call.
+its messages or exit codes require.
+
+The lock is ``flock(2)`` on ``<path>.lock``, taken here directly where ``fcntl`` exists: it is the
+very lock filelock's ``UnixFileLock`` takes (an exclusive ``flock`` on the same file), so a process
+using filelock and one using this module exclude each other, but importing filelock 4.x costs
+20-40 ms (``logging``, ``secrets``, ``decimal``, its own back-ends), paid on the critical path of a
+one-shot run by the core's session lock and by the cache worker's first ``before_request``.
+Where ``fcntl`` is missing (Windows), or a file system refuses ``flock`` (``ENOSYS``,
+``EOPNOTSUPP``), filelock's ``FileLock`` is used, which handles those cases.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -34,12 +42,10 @@ from .atomic import atomic_write_bytes
 from .errors import FileDecodeError, FileTooLarge, LockTimeout
 from .jsonsafe import loads_safe
 
-if TYPE_CHECKING:
-    from filelock import BaseFileLock
-
 __all__ = [
     "CORRUPT_INFIX",
     "LOCK_SUFFIX",
+    "HeldLock",
     "LockedFile",
     "acquire_lock",
     "locked_update",
@@ -53,6 +59,9 @@ __all__ = [
 StrPath = str | os.PathLike[str]
 LOCK_SUFFIX = ".lock"
 CORRUPT_INFIX = ".corrupt-"
+LOCK_POLL_S = 0.05  # how often a busy lock is tried again (filelock's default)
+_BUSY = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES})  # some file systems say EACCES
+_NO_FLOCK = frozenset({errno.ENOSYS, errno.EOPNOTSUPP})
 
 
 def read_bytes(path: StrPath, limit: int, *, what: str = "file") -> bytes:
@@ -94,24 +103,92 @@ def parse_json(raw: bytes, path: StrPath, *, what: str = "file", lossless: bool 
         raise FileDecodeError(os.fspath(path), f"{what} is not valid JSON: {reason}", reason) from None
 
 
-def acquire_lock(path: StrPath, *, timeout: float) -> BaseFileLock:
+class HeldLock(Protocol):
+    """An acquired lock: ``release()`` lets it go (a second call does nothing)."""
+
+    def release(self) -> None: ...
+
+
+def acquire_lock(path: StrPath, *, timeout: float) -> HeldLock:
     """Acquire ``<path>.lock`` (creating its folder) within ``timeout`` seconds; the caller releases it.
 
-    ``LockTimeout`` names the file and the seconds; an ``OSError`` (a folder that cannot be created
-    or written) passes through.
+    ``timeout=0`` tries once. ``LockTimeout`` names the file and the seconds; an ``OSError`` (a
+    folder that cannot be created or written) passes through.
     """
-    from filelock import FileLock, Timeout
-
     target = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        return _file_lock(target, timeout)
+    deadline = time.monotonic() + timeout
+    lock_path = target + LOCK_SUFFIX
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by children (PEP 446)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno in _NO_FLOCK:
+                        os.close(fd)
+                        return _file_lock(target, timeout)
+                    if exc.errno not in _BUSY:
+                        raise
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _timed_out(target, timeout)
+                time.sleep(min(LOCK_POLL_S, left))
+            if _same_file(fd, lock_path):
+                return _Flock(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the lock file was removed or replaced while we waited: lock the one there now
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """True when ``fd`` is still the file at ``path`` (locking an unlinked inode excludes no one)."""
+    held = os.fstat(fd)
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+
+
+class _Flock:
+    """An acquired ``flock`` on an open lock file; closing the descriptor would release it too."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)  # closing the only descriptor of the open file releases its flock
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def _file_lock(target: str, timeout: float) -> HeldLock:
+    """filelock's ``FileLock`` on ``<target>.lock``, where this module cannot ``flock`` itself."""
+    from filelock import FileLock, Timeout
+
     lock = FileLock(target + LOCK_SUFFIX, timeout=timeout)
     try:
         lock.acquire()
     except Timeout:
-        raise LockTimeout(
-            target, f"timed out after {timeout:g}s waiting for its lock; another process holds it"
-        ) from None
+        raise _timed_out(target, timeout) from None
     return lock
+
+
+def _timed_out(target: str, timeout: float) -> LockTimeout:
+    return LockTimeout(target, f"timed out after {timeout:g}s waiting for its lock; another process holds it")
 
 
 class LockedFile:
@@ -124,7 +201,7 @@ class LockedFile:
         self._timeout = timeout
         self._durable = durable
         self._mode = mode
-        self._lock: BaseFileLock | None = None
+        self._lock: HeldLock | None = None
 
     def replace(self, data: bytes) -> None:
         """Replace the file with ``data`` atomically (readers see the old or the new content)."""
