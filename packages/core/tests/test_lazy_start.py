@@ -168,3 +168,64 @@ def test_a_worker_that_cannot_be_spawned_is_reported_before_anything_starts(dirs
     with pytest.raises(ConfigError, match=r"tools\[0\]\.exec\[0\] '.*not-installed' is not an executable file"):
         Runtime(project, manifest_path=manifest)
     assert _starts(hook_marker) == 0
+
+
+# -- tools_list answers are awaited on a helper thread ------------------------------------------
+
+LISTING_WORKER = """
+import os, sys, time
+from i_protocol import Worker
+gate, mode = sys.argv[1], sys.argv[2]
+worker = Worker("lister", "0")
+
+@worker.hook("tools_list")
+def tools_list(data, request):
+    stop = time.monotonic() + 30
+    while not os.path.exists(gate) and time.monotonic() < stop:  # answer once the test says so
+        time.sleep(0.01)
+    if mode == "bad":
+        return {"tools": [{"name": "bad name!", "parameters": {"type": "object"}}]}
+    tools = [{"name": "listed", "description": "d", "parameters": {"type": "object"}}] if os.path.exists(gate) else []
+    return {"tools": tools}
+
+@worker.tool("listed")
+def listed(arguments, request):
+    return "ok"
+
+sys.exit(worker.main([]))
+"""
+
+
+def _lister(tmp_path: Path, mode: str) -> tuple[Path, Path]:
+    script = tmp_path / "lister.py"
+    script.write_text(LISTING_WORKER)
+    gate = tmp_path / f"gate-{mode}"
+    manifest = tmp_path / f"lister-{mode}.json"
+    argv = [sys.executable, str(script), str(gate), mode]
+    manifest.write_bytes(orjson.dumps({"hooks": [{"events": ["tools_list"], "exec": argv}]}))
+    return gate, manifest
+
+
+def test_entering_does_not_wait_for_tools_list_and_the_manifest_does(dirs, project, tmp_path):
+    """The caller loads the agent while MCP servers are listed; reading the manifest waits for them."""
+    gate, manifest = _lister(tmp_path, "good")
+    with Runtime(project, manifest_path=manifest, paths=paths_from_env()) as runtime:
+        gate.touch()  # had entering waited, the worker would have answered, without the tool, after 30 s
+        tool = runtime.manifest.tool("listed")
+        assert tool is not None and tool.description == "d"
+        assert runtime.hooks.manifest is runtime.manifest  # the hooks route the tool's calls
+        assert runtime.hooks.tool("listed", {}).output == "ok"
+
+
+def test_a_refused_tools_list_answer_is_raised_by_the_manifest_each_time(dirs, project, tmp_path):
+    from i_core.errors import HookResultError
+
+    gate, manifest = _lister(tmp_path, "bad")
+    gate.touch()
+    runtime = Runtime(project, manifest_path=manifest, paths=paths_from_env())
+    with pytest.raises(HookResultError, match="the session did not start"), runtime:
+        for _ in range(2):
+            with pytest.raises(HookResultError, match="bad name!"):
+                runtime.ready()
+        runtime.ready()
+    assert runtime.pool.running() == []

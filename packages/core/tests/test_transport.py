@@ -309,3 +309,42 @@ def test_prepare_builds_the_client_in_the_background_and_the_request_uses_that_o
     transport.prepare("http://127.0.0.1:9/v1/chat/completions")
     assert transport._preparing is None  # nothing more to prepare
     transport.close()
+
+
+def _ssl_context(client: Any) -> Any:
+    return client._transport._pool._ssl_context  # httpx 0.28 / httpcore 1.x
+
+
+def test_plain_http_to_loopback_trusts_no_certificate_and_anything_else_gets_the_ca_bundle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A loopback http:// client never makes a TLS connection (no redirects, no proxy): it skips the
+    CA bundle and, were it ever asked to, would refuse every certificate."""
+    import ssl
+
+    transport = Transport(timeout=5)
+    local = _ssl_context(transport._client("http://127.0.0.1:9/v1/chat/completions"))
+    assert local.cert_store_stats()["x509_ca"] == 0
+    assert local.verify_mode == ssl.CERT_REQUIRED and local.check_hostname
+    for url in ("https://127.0.0.1:9/v1/chat/completions", "http://models.example/v1/chat/completions"):
+        context = _ssl_context(transport._client(url))
+        assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+        assert context.cert_store_stats()["x509_ca"] > 0, url  # the default bundle
+    assert len(transport._clients) == 3  # loopback TLS never reuses the bundle-less client
+    transport.close()
+
+
+def test_warm_up_imports_httpx_without_its_command_line_client() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from i_core.transport import Transport, warm_up\n"
+        "warm_up()\n"
+        "Transport(timeout=5)._client('http://127.0.0.1:9/v1')\n"
+        "assert 'httpcore' in sys.modules and 'httpx' in sys.modules\n"
+        "assert sys.modules.get('httpx._main') is None and 'click' not in sys.modules, sorted(sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

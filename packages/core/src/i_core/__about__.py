@@ -1,3 +1,3 @@
 """Version of the i-core distribution."""
 
-__version__ = "0.3.0"
+__version__ = "0.3.1"

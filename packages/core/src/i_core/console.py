@@ -422,9 +422,14 @@ def run_console(argv: list[str]) -> int:
         )
         reader = _LineQueue(queue, screen)
     with runtime:
-        # The agent, the model client and httpx are imported while the first workers start.
+        # While the first workers start (and MCP servers' tools are listed): httpx is imported on a
+        # helper thread, and the agent and the session are loaded here.
+        from .transport import warm_up
+
+        warm_up()
         from .agent import Agent, AgentOptions
 
+        runtime.ready()  # a worker that failed to list its tools ends the run before a session is opened
         session = open_session(
             session_file,
             runtime.workspace,

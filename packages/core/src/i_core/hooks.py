@@ -84,7 +84,14 @@ class HookRunner:
         return result
 
     def announce_tools(self) -> Manifest:
-        """Ask each ``tools_list`` subscriber for the tools it found at run time and add them to the manifest.
+        """Add the tools ``tools_list`` subscribers announce (``announced_tools``) to the manifest."""
+        announced = self.announced_tools()
+        if announced:
+            self.manifest = self.manifest.with_tools(announced)
+        return self.manifest
+
+    def announced_tools(self) -> tuple[ToolEntry, ...]:
+        """Ask each ``tools_list`` subscriber for the tools it found at run time (the manifest is unchanged).
 
         Each subscriber is asked on its own (``{"tools": []}``, not chained), so every tool belongs
         to the worker that announced it, which then receives its ``tool`` calls. A name the manifest
@@ -107,9 +114,7 @@ class HookRunner:
                 announced[name] = ToolEntry(
                     name, schema["description"], schema["parameters"], hook.exec, module=hook.module
                 )
-        if announced:
-            self.manifest = self.manifest.with_tools(tuple(announced.values()))
-        return self.manifest
+        return tuple(announced.values())
 
     def tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run the external tool ``name``; its answer must hold a text ``output`` (images are checked per batch)."""

@@ -1,8 +1,9 @@
 """A running core: directories, workspace identity, the active manifest, the pool and its hooks.
 
 Used as a context manager: entering starts, concurrently, the workers of the events up to the
-first model request (``hooks.FIRST_REQUEST_EVENTS``) and adds the tools that ``tools_list``
-subscribers announce (MCP servers) to the manifest; every other worker starts at its first call
+first model request (``hooks.FIRST_REQUEST_EVENTS``) and asks the ``tools_list`` subscribers (MCP
+servers) for their tools on a helper thread, so the caller loads what it needs meanwhile; reading
+``manifest`` waits for their answers (and raises their failure); every other worker starts at its first call
 (a tool's worker when the model first calls one of its tools), so a one-shot run pays only for the
 processes its first request needs. Leaving — normally, on an error, on Ctrl-C or on SIGTERM —
 shuts the whole pool down.
@@ -16,6 +17,7 @@ first call, with that call's context, as it always was.
 from __future__ import annotations
 
 import signal
+import threading
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -25,7 +27,7 @@ from i_protocol.workspace import canonical_workspace, workspace_id_for, workspac
 
 from .errors import ConfigError
 from .hooks import FIRST_REQUEST_EVENTS, HookRunner
-from .manifest import Manifest
+from .manifest import Manifest, ToolEntry
 from .pool import DEFAULT_IO_LIMIT, WorkerPool
 from .selection import load_active_manifest
 
@@ -48,12 +50,36 @@ class Runtime:
         except ProtocolError as exc:
             raise ConfigError(str(exc)) from None
         self.config_dir = Path(self.paths.config_dir)
-        self.manifest: Manifest = load_active_manifest(self.config_dir, manifest_path)
+        self._manifest: Manifest = load_active_manifest(self.config_dir, manifest_path)
         self.pool = WorkerPool(self.paths, io_limit_bytes=io_limit_bytes)
         self.hooks = HookRunner(
-            self.manifest, self.pool, {"workspace": self.workspace, "workspace_id": self.workspace_id}
+            self._manifest, self.pool, {"workspace": self.workspace, "workspace_id": self.workspace_id}
         )
         self._previous_sigterm: Any = None
+        self._announcing: threading.Thread | None = None
+        self._announced: tuple[ToolEntry, ...] | BaseException = ()
+
+    @property
+    def manifest(self) -> Manifest:
+        """The active manifest; once entered, with the tools that ``tools_list`` subscribers announced
+        (waiting for their answers; a failed or refused answer is raised here, each time)."""
+        return self.ready()
+
+    @manifest.setter
+    def manifest(self, value: Manifest) -> None:
+        self._manifest = value
+
+    def ready(self) -> Manifest:
+        """Wait for the tools ``tools_list`` subscribers announce and return the complete manifest."""
+        thread = self._announcing
+        if thread is not None:
+            thread.join()
+            self._announcing = None
+            if not isinstance(self._announced, BaseException) and self._announced:
+                self._manifest = self.hooks.manifest = self._manifest.with_tools(self._announced)
+        if isinstance(self._announced, BaseException):
+            raise self._announced
+        return self._manifest
 
     @property
     def state_dir(self) -> Path:
@@ -66,17 +92,23 @@ class Runtime:
         except ValueError:  # not the main thread: the caller owns signal handling
             self._previous_sigterm = None
         self.pool.start(self.hooks.workers_for(FIRST_REQUEST_EVENTS))
-        try:
-            self.manifest = self.hooks.announce_tools()
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
+        if self.hooks.subscribers("tools_list"):
+            self._announcing = threading.Thread(target=self._announce, name="i-tools-list", daemon=True)
+            self._announcing.start()
         return self
+
+    def _announce(self) -> None:
+        try:
+            self._announced = self.hooks.announced_tools()
+        except BaseException as exc:  # raised on the caller's thread, by ``manifest``
+            self._announced = exc
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.pool.close()
+        if self._announcing is not None:  # its call ends with the pool
+            self._announcing.join(timeout=5)
         if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
 
