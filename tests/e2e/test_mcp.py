@@ -113,3 +113,39 @@ def test_check_mcp_passes_for_the_installed_worker(i):
     result = i("--runtime", "check", "mcp", timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 failed" in result.stdout
+
+
+def test_a_second_run_offers_the_kept_mcp_tools_and_starts_the_worker_only_to_call_one(
+    i, write_config, plugins, project, dirs, tmp_path
+):
+    """The first run asks the MCP worker for its tools and keeps the answer; the next ones offer the
+    same tools without starting the worker, until mcp.json changes; a call still reaches the server."""
+    import shlex
+
+    plugins("mcp")
+    _mcp_json(dirs["config"])
+    marker, wrapper = tmp_path / "mcp.starts", tmp_path / "i-mcp-marked"
+    wrapper.write_text(
+        f'#!/bin/sh\necho "$$" >> {shlex.quote(str(marker))}\nexec {Path(sys.executable).parent / "i-mcp"} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    (dirs["config"] / "bindings.json").write_bytes(orjson.dumps({"mcp": {"exec": [str(wrapper)]}}))
+
+    def starts() -> int:
+        return len(marker.read_text().split()) if marker.exists() else 0
+
+    steps = [{"text": "one"}, {"text": "two"}, *_echo_steps(), {"text": "four"}]
+    with ScriptedModel(steps) as model:
+        write_config(model.base_url)
+        for expected_starts, args in ((1, ()), (1, ()), (2, ("--yolo",))):
+            result = i("-C", str(project), *args, "say hello")
+            assert result.returncode == 0, result.stderr
+            assert starts() == expected_starts
+        _mcp_json(dirs["config"], timeout=7)  # mcp.json changed: the worker is asked again
+        result = i("-C", str(project), "say hello")
+        assert result.returncode == 0, result.stderr
+        assert starts() == 3
+    offered = [[tool["function"] for tool in request.body["tools"]] for request in model.requests]
+    assert all(tools == offered[0] for tools in offered)  # kept or asked, the very same tools
+    assert "mcp__fixture__echo" in {tool["name"] for tool in offered[0]}
+    assert _tool_messages(model.requests[3]) == ["echo: hello"]

@@ -229,3 +229,105 @@ def test_a_refused_tools_list_answer_is_raised_by_the_manifest_each_time(dirs, p
                 runtime.ready()
         runtime.ready()
     assert runtime.pool.running() == []
+
+
+# -- tools_list answers kept between runs ---------------------------------------------------------
+
+KEEPING_WORKER = """
+import os, sys
+from i_protocol import Worker
+from i_protocol.files import file_stamp
+source, marker, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+with open(marker, "a") as handle:
+    handle.write(f"{os.getpid()}\\n")
+worker = Worker("keeper", "0")
+
+@worker.hook("tools_list")
+def tools_list(data, request):
+    stamp = file_stamp(source)  # before reading
+    names = open(source).read().split()
+    tools = [{"name": name, "description": "kept", "parameters": {"type": "object"}} for name in names]
+    depends = [stamp] if mode == "good" else [{"path": "relative/path", "size": 1, "mtime_ns": 1, "ino": 1}]
+    return {"tools": tools, "depends_on": depends}
+
+@worker.hook("*")
+def other(data, request):
+    return data
+
+def _tool(arguments, request):
+    return "called"
+
+for name in ("alpha", "beta"):
+    worker.tool(name)(_tool)
+sys.exit(worker.main([]))
+"""
+
+
+def _keeper(tmp_path: Path, mode: str = "good") -> tuple[Path, Path, Path]:
+    script = tmp_path / "keeper.py"
+    script.write_text(KEEPING_WORKER)
+    source, marker = tmp_path / "names.txt", tmp_path / "keeper.starts"
+    source.write_text("alpha\n")
+    manifest = tmp_path / "keeper.json"
+    argv = [sys.executable, str(script), str(source), str(marker), mode]
+    manifest.write_bytes(orjson.dumps({"hooks": [{"events": ["tools_list"], "exec": argv}]}))
+    return manifest, source, marker
+
+
+def _starts(marker: Path) -> int:
+    return len(marker.read_text().split()) if marker.exists() else 0
+
+
+def _tools(project: Path, manifest: Path) -> list[str]:
+    with Runtime(project, manifest_path=manifest, paths=paths_from_env()) as runtime:
+        return [tool.name for tool in runtime.manifest.tools]
+
+
+def test_a_kept_tools_list_answer_starts_no_worker_until_its_files_change(dirs, project, tmp_path):
+    manifest, source, marker = _keeper(tmp_path)
+    assert _tools(project, manifest) == ["alpha"] and _starts(marker) == 1  # asked, and kept
+    assert list((dirs["cache"] / "core" / "tools-list").glob("*.json"))
+    assert _tools(project, manifest) == ["alpha"] and _starts(marker) == 1  # the kept answer, no start
+    with Runtime(project, manifest_path=manifest, paths=paths_from_env()) as runtime:
+        assert runtime.hooks.tool("alpha", {}).output == "called"  # its worker starts at its first call
+    assert _starts(marker) == 2
+    source.write_text("alpha beta\n")  # what the answer depends on changed: asked again
+    assert _tools(project, manifest) == ["alpha", "beta"] and _starts(marker) == 3
+    assert _tools(project, manifest) == ["alpha", "beta"] and _starts(marker) == 3
+
+
+def test_a_damaged_or_foreign_kept_answer_asks_the_worker_again(dirs, project, tmp_path):
+    manifest, _, marker = _keeper(tmp_path)
+    _tools(project, manifest)
+    (kept,) = (dirs["cache"] / "core" / "tools-list").glob("*.json")
+    for damage in (b"{not json", b'{"format": "other"}', orjson.dumps({"format": "i-tools-list/1"})):
+        kept.write_bytes(damage)
+        before = _starts(marker)
+        assert _tools(project, manifest) == ["alpha"] and _starts(marker) == before + 1
+    entry = orjson.loads(kept.read_bytes())
+    entry["tools"] = [{"name": "read", "description": "shadows a built-in", "parameters": {"type": "object"}}]
+    kept.write_bytes(orjson.dumps(entry))  # kept tools that no longer pass the checks
+    before = _starts(marker)
+    assert _tools(project, manifest) == ["alpha"] and _starts(marker) == before + 1
+
+
+def test_another_workspace_or_program_is_not_given_a_kept_answer(dirs, project, tmp_path):
+    manifest, _, marker = _keeper(tmp_path)
+    _tools(project, manifest)
+    other = tmp_path / "other-project"
+    other.mkdir()
+    assert _tools(other, manifest) == ["alpha"] and _starts(marker) == 2
+    script = tmp_path / "keeper.py"
+    script.write_text(script.read_text() + "\n# upgraded\n")  # a program file of its argv changed
+    assert _tools(project, manifest) == ["alpha"] and _starts(marker) == 3
+
+
+def test_a_malformed_depends_on_is_refused_naming_it(dirs, project, tmp_path):
+    from i_core.errors import HookResultError
+
+    manifest, _, _ = _keeper(tmp_path, mode="bad")
+    with pytest.raises(HookResultError) as caught:
+        _tools(project, manifest)
+    assert "returned depends_on[0] that is not a file stamp" in str(caught.value)
+    assert "the session did not start" in str(caught.value)
+    assert not (dirs["cache"] / "core" / "tools-list").exists()

@@ -351,3 +351,19 @@ def test_set_aside_never_replaces_an_earlier_copy(tmp_path: Path, monkeypatch: p
     assert earlier.read_bytes() == b"first"
     assert Path(f"{earlier}-1").read_bytes() == b"second"
     assert Path(f"{earlier}-2").read_bytes() == b"third"
+
+
+def test_a_stamp_changes_with_the_file_and_says_when_it_is_absent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from i_protocol.files import atomic_write_bytes, file_stamp
+
+    path = tmp_path / "mcp.json"
+    assert file_stamp(path) == {"path": str(path), "size": None, "mtime_ns": None, "ino": None}
+    path.write_bytes(b"{}")
+    first = file_stamp(path)
+    assert first["size"] == 2 and first == file_stamp(path)  # equal while unchanged
+    atomic_write_bytes(path, b"{}")  # same size, same content, replaced: another inode
+    assert file_stamp(path) != first
+    monkeypatch.chdir(tmp_path)
+    assert file_stamp("mcp.json")["path"] == str(path)  # always absolute

@@ -279,3 +279,11 @@ def test_bad_frames_through_a_real_process_never_put_a_traceback_on_stdout(fixtu
     assert all("error" in frame for frame in out)
     assert b"Traceback" not in result.stdout and b"ZeroDivisionError" in result.stderr
     assert result.returncode == 2 and b"unreadable request" in result.stderr
+
+
+def test_config_path_is_where_the_config_is_read_even_when_absent(tmp_path):
+    from i_protocol import Worker
+
+    worker = Worker("notes", "0")
+    assert worker.config_path(str(tmp_path)) == str(tmp_path / "notes.json")
+    assert worker.load_config(str(tmp_path)).path is None  # absent: an empty config, and no path

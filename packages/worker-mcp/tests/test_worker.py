@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -31,7 +32,10 @@ def test_tools_list_announces_every_tool_under_its_mcp_name_and_keeps_other_fiel
 
 def test_no_mcp_json_means_no_tools_and_no_server(env):
     worker = env.spawn()
-    assert env.call(worker, "tools_list", {"tools": []}) == {"tools": []}
+    answer = env.call(worker, "tools_list", {"tools": []})
+    assert answer["tools"] == []
+    absent = {"path": os.path.join(env.paths["config_dir"], "mcp.json"), "size": None, "mtime_ns": None, "ino": None}
+    assert answer["depends_on"][0] == absent  # creating mcp.json changes the answer
     with pytest.raises(ErrorFrame, match=r"unknown tool 'mcp__x__y'; the MCP servers of mcp\.json provide: none"):
         env.call(worker, "tool", {"name": "mcp__x__y", "arguments": {}})
 
@@ -146,3 +150,22 @@ def _is_zombie(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return False
+
+
+def test_depends_on_stamps_mcp_json_each_cached_list_and_this_package(env):
+    """While these stamps hold, the core reuses the answer without starting the worker."""
+    import i_mcp
+    from i_protocol.files import file_stamp
+
+    config = env.write_config({"fixture": env.server()})
+    first = env.call(env.spawn(), "tools_list", {"tools": []})  # lists the server, writes its cache
+    (cached,) = (Path(env.paths["cache_dir"]) / "mcp" / "tools").glob("*.json")
+    paths = [stamp["path"] for stamp in first["depends_on"]]
+    assert paths[:2] == [str(config), str(cached)]
+    package = Path(i_mcp.__file__).parent
+    assert str(package / "worker.py") in paths and str(package / "__about__.py") in paths
+    assert all(stamp == file_stamp(stamp["path"]) for stamp in first["depends_on"])  # all hold now
+    second = env.call(env.spawn(), "tools_list", {"tools": []})  # from the cache: the same stamps
+    assert second["depends_on"] == first["depends_on"] and env.starts() == 1
+    env.write_config({"fixture": env.server(timeout=5)})
+    assert file_stamp(config) != first["depends_on"][0]

@@ -8,12 +8,15 @@ budgeting on).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import HookResultError, WorkerFailure
 from .hook_results import CHECKS, Checker, ToolResult
 from .manifest import Exec, HookEntry, Manifest, ToolEntry
 from .pool import WorkerPool, describe_worker
+
+if TYPE_CHECKING:
+    from .kept_tools import KeptTools
 
 FIRST_REQUEST_EVENTS = (
     "tools_list",
@@ -90,19 +93,40 @@ class HookRunner:
             self.manifest = self.manifest.with_tools(announced)
         return self.manifest
 
-    def announced_tools(self) -> tuple[ToolEntry, ...]:
+    def kept_answers(self, kept: KeptTools) -> dict[int, dict[str, Any]]:
+        """The ``tools_list`` answers ``kept`` still holds, by subscriber index (``kept_tools``)."""
+        found: dict[int, dict[str, Any]] = {}
+        for index, hook in enumerate(self.subscribers("tools_list")):
+            answer = kept.load(hook, self.context)
+            if answer is not None:
+                found[index] = answer
+        return found
+
+    def announced_tools(
+        self, kept: KeptTools | None = None, answers: dict[int, dict[str, Any]] | None = None
+    ) -> tuple[ToolEntry, ...]:
         """Ask each ``tools_list`` subscriber for the tools it found at run time (the manifest is unchanged).
 
         Each subscriber is asked on its own (``{"tools": []}``, not chained), so every tool belongs
         to the worker that announced it, which then receives its ``tool`` calls. A name the manifest
-        or an earlier worker already uses is a ``HookResultError`` naming both.
+        or an earlier worker already uses is a ``HookResultError`` naming both. ``answers`` are kept
+        ones (``kept_answers``), used instead of asking; an answer with ``depends_on`` is kept in
+        ``kept`` for the next session.
         """
+        from .kept_tools import depends_on
+
         announced: dict[str, ToolEntry] = {}
-        for hook in self.subscribers("tools_list"):
+        what = "hook failed on 'tools_list'"
+        for index, hook in enumerate(self.subscribers("tools_list")):
             sent: dict[str, Any] = {"tools": []}
-            answer = self.pool.call(hook.exec, "tools_list", sent, self.context, module=hook.module)
-            what = "hook failed on 'tools_list'"
-            for schema in _checked(CHECKS["tools_list"], answer, sent, what, hook, "the session did not start"):
+            schemas = _kept_schemas((answers or {}).get(index), sent)
+            if schemas is None:
+                answer = self.pool.call(hook.exec, "tools_list", sent, self.context, module=hook.module)
+                stamps = _checked(depends_on, answer, sent, what, hook, "the session did not start")
+                schemas = _checked(CHECKS["tools_list"], answer, sent, what, hook, "the session did not start")
+                if stamps is not None and kept is not None:
+                    kept.store(hook, self.context, list(schemas), stamps)
+            for schema in schemas:
                 name = schema["name"]
                 owner = announced.get(name) or self.manifest.tool(name)
                 if owner is not None:
@@ -129,6 +153,17 @@ class HookRunner:
         if tool is None:
             raise WorkerFailure(f"unknown tool {name!r}")
         return tool
+
+
+def _kept_schemas(answer: dict[str, Any] | None, sent: dict[str, Any]) -> tuple[dict[str, Any], ...] | None:
+    """The schemas of a kept ``tools_list`` answer, or None (none kept, or no longer valid: ask again)."""
+    if answer is None:
+        return None
+    try:
+        schemas: tuple[dict[str, Any], ...] = CHECKS["tools_list"](answer, sent)
+    except HookResultError:
+        return None
+    return schemas
 
 
 def _checked(

@@ -118,6 +118,11 @@ class WorkerPool:
         self._lock = threading.Lock()
         self.closed = False
 
+    @property
+    def environment(self) -> dict[str, str]:
+        """The cleared environment every worker gets (a provider gets its one key besides)."""
+        return dict(self._env)
+
     def _spawn_process(self, spec: Exec) -> WorkerProcess:
         # A provider's explicitly named api_key_env is the one variable beyond the allow-list (SPEC §3.2).
         env = {**self._env, **{name: os.environ[name] for name in spec.env if name in os.environ}}

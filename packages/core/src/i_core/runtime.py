@@ -27,6 +27,7 @@ from i_protocol.workspace import canonical_workspace, workspace_id_for, workspac
 
 from .errors import ConfigError
 from .hooks import FIRST_REQUEST_EVENTS, HookRunner
+from .kept_tools import KeptTools
 from .manifest import Manifest, ToolEntry
 from .pool import DEFAULT_IO_LIMIT, WorkerPool
 from .selection import load_active_manifest
@@ -58,6 +59,7 @@ class Runtime:
         self._previous_sigterm: Any = None
         self._announcing: threading.Thread | None = None
         self._announced: tuple[ToolEntry, ...] | BaseException = ()
+        self.kept_tools = KeptTools(self.paths.cache_dir, self.pool.environment)
 
     @property
     def manifest(self) -> Manifest:
@@ -75,8 +77,9 @@ class Runtime:
         if thread is not None:
             thread.join()
             self._announcing = None
-            if not isinstance(self._announced, BaseException) and self._announced:
-                self._manifest = self.hooks.manifest = self._manifest.with_tools(self._announced)
+        if not isinstance(self._announced, BaseException) and self._announced:
+            self._manifest = self.hooks.manifest = self._manifest.with_tools(self._announced)
+            self._announced = ()
         if isinstance(self._announced, BaseException):
             raise self._announced
         return self._manifest
@@ -91,15 +94,26 @@ class Runtime:
             self._previous_sigterm = signal.signal(signal.SIGTERM, _sigterm_to_exit)
         except ValueError:  # not the main thread: the caller owns signal handling
             self._previous_sigterm = None
-        self.pool.start(self.hooks.workers_for(FIRST_REQUEST_EVENTS))
-        if self.hooks.subscribers("tools_list"):
-            self._announcing = threading.Thread(target=self._announce, name="i-tools-list", daemon=True)
+        listers = self.hooks.subscribers("tools_list")
+        kept = self.hooks.kept_answers(self.kept_tools) if listers else {}
+        asked = [hook.exec for index, hook in enumerate(listers) if index not in kept]
+        rest = tuple(event for event in FIRST_REQUEST_EVENTS if event != "tools_list")
+        self.pool.start([*asked, *self.hooks.workers_for(rest)])  # a kept answer's worker starts at its first call
+        if asked:
+            self._announcing = threading.Thread(target=self._announce, args=(kept,), name="i-tools-list", daemon=True)
             self._announcing.start()
+        elif kept:  # every answer was kept: nothing to wait for
+            self._announce(kept)
+            try:
+                self.ready()
+            except BaseException:
+                self.__exit__(None, None, None)
+                raise
         return self
 
-    def _announce(self) -> None:
+    def _announce(self, kept: dict[int, dict[str, Any]]) -> None:
         try:
-            self._announced = self.hooks.announced_tools()
+            self._announced = self.hooks.announced_tools(self.kept_tools, kept)
         except BaseException as exc:  # raised on the caller's thread, by ``manifest``
             self._announced = exc
 

@@ -13,6 +13,9 @@ copies, so a file is read, locked and replaced the same way everywhere.
   (``i_protocol.atomic``); a lock not acquired in time is a ``LockTimeout`` naming the file and
   the seconds. ``acquire_lock`` is the same lock for a caller that holds it longer (a session).
   Lock files stay after use: unlinking one another process has open would let two writers in.
+- **Stamps** (``file_stamp``): a file's path, size, modification time and inode, or ``None``
+  values when it does not exist: what a ``tools_list`` answer's ``depends_on`` lists, so that the
+  core can keep the answer until one of those files changes.
 - **Set aside** (``set_aside``): a file that cannot be read as what it must be is renamed to
   ``<name>.corrupt-<UTC timestamp>[-n]`` beside it, never over an earlier copy, so nothing is lost
   and the next writer starts afresh.
@@ -48,6 +51,7 @@ __all__ = [
     "HeldLock",
     "LockedFile",
     "acquire_lock",
+    "file_stamp",
     "locked_update",
     "parse_json",
     "read_bytes",
@@ -224,6 +228,18 @@ def locked_update(path: StrPath, *, timeout: float, durable: bool = True, mode: 
     ``replace`` writes nothing. ``durable=False`` skips the fsyncs (see ``atomic_write_bytes``).
     """
     return LockedFile(path, timeout=timeout, durable=durable, mode=mode)
+
+
+def file_stamp(path: StrPath) -> dict[str, Any]:
+    """``{"path", "size", "mtime_ns", "ino"}`` of ``path`` now (absolute), each ``None`` when it does
+    not exist or cannot be seen. Take it *before* reading the file: a change after it then shows.
+    Two stamps are equal exactly when the file looks unchanged (an atomic replace changes the inode)."""
+    target = os.path.abspath(os.fspath(path))
+    try:
+        st = os.stat(target)
+    except OSError:
+        return {"path": target, "size": None, "mtime_ns": None, "ino": None}
+    return {"path": target, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino}
 
 
 def set_aside(path: StrPath) -> str:

@@ -61,6 +61,11 @@ class Request:
         """This module's config: ``--config FILE`` if given, else ``config_dir/<module>.json``."""
         return self._worker.load_config(self.paths.config_dir)
 
+    def config_path(self) -> str:
+        """Where this module's config is read from (``--config FILE``, else ``config_dir/<module>.json``,
+        which may not exist)."""
+        return self._worker.config_path(self.paths.config_dir)
+
     def workspace_id(self) -> str:
         """The explicit ``workspace_id``, else the registry's id for ``workspace``."""
         if self._context.workspace_id is not None:
@@ -161,6 +166,10 @@ class Worker:
         """Load this module's config for ``config_dir`` (cached until the file changes)."""
         path, explicit = discover_config_path(self.module, config_dir, self._config_override)
         return self._config_cache.load(path, required=explicit)
+
+    def config_path(self, config_dir: str) -> str:
+        """The path ``load_config`` reads for ``config_dir`` (it may not exist)."""
+        return discover_config_path(self.module, config_dir, self._config_override)[0]
 
     # -- dispatch -----------------------------------------------------------------------
 

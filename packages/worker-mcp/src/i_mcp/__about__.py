@@ -1,3 +1,3 @@
 """Version of the i-worker-mcp distribution."""
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"

@@ -8,10 +8,12 @@ without starting any server; only a server with no cached list is started (and l
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from i_protocol import Request, Worker, WorkerError
+from i_protocol.files import file_stamp
 
 from . import cache
 from .__about__ import __version__
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .client import Servers
+
+_CATALOG_CODE = ("i_mcp.__about__", "i_mcp.worker", "i_mcp.settings", "i_mcp.naming", "i_mcp.cache")
+"""The modules whose code shapes a catalog (names, schemas, checks): an upgrade changes their stamps."""
 
 EXIT_GRACE_S = 0.9
 """How long the worker waits for its servers at exit: within the core's 1 s grace after stdin closes."""
@@ -36,6 +41,8 @@ class Catalog:
     """``{name, description, parameters}`` for ``tools_list``."""
     targets: dict[str, tuple[ServerSpec, str]]
     """Model-facing name -> (server, the server's own tool name)."""
+    stamps: tuple[dict[str, Any], ...] = ()
+    """``file_stamp`` of every file the catalog was built from (``tools_list``'s ``depends_on``)."""
 
 
 class McpWorker(Worker):
@@ -57,22 +64,25 @@ class McpWorker(Worker):
 
     def catalog(self, request: Request) -> Catalog:
         """The catalog of the request's mcp.json (remembered while the entries and cache dir are the same)."""
+        config_stamp = file_stamp(request.config_path())  # before it is read
         config = request.config()
         specs = parse_servers(config.data, config.path or "mcp.json", config.base_dir)
         key = (request.paths.cache_dir, *(spec.digest for spec in specs))
         found = self._catalogs.get(key)
         if found is None:
-            found = self._catalogs[key] = self._build(specs, request)
+            found = self._catalogs[key] = self._build(specs, request, config_stamp)
         return found
 
-    def _build(self, specs: tuple[ServerSpec, ...], request: Request) -> Catalog:
+    def _build(self, specs: tuple[ServerSpec, ...], request: Request, config_stamp: dict[str, Any]) -> Catalog:
         cache_dir = request.paths.cache_dir
+        stamps = {spec.digest: file_stamp(cache.cache_file(cache_dir, spec.digest)) for spec in specs}
         listed = {spec.digest: cache.load_tools(cache_dir, spec.digest) for spec in specs}
         missing = tuple(spec for spec in specs if listed[spec.digest] is None)
         if missing:
             for spec, tools in zip(missing, self.servers.list_tools(missing, request.workspace), strict=True):
                 cache.store_tools(cache_dir, spec.digest, spec.name, tools)
                 listed[spec.digest] = tools
+                stamps[spec.digest] = file_stamp(cache.cache_file(cache_dir, spec.digest))  # what it now holds
         schemas: dict[str, dict[str, Any]] = {}
         targets: dict[str, tuple[ServerSpec, str]] = {}
         for spec in specs:
@@ -90,7 +100,8 @@ class McpWorker(Worker):
                     "description": f"(MCP server {spec.name!r}, tool {tool['name']!r}) {tool['description']}".strip(),
                     "parameters": _parameters(spec, tool),
                 }
-        return Catalog(tuple(schemas.values()), targets)
+        code = (file_stamp(sys.modules[name].__file__ or name) for name in _CATALOG_CODE)
+        return Catalog(tuple(schemas.values()), targets, (config_stamp, *stamps.values(), *code))
 
     def main(self, argv: Sequence[str] | None = None) -> int:
         """``Worker.main``, then every server stopped (its stdin closed, its process tree ended)."""
@@ -138,5 +149,10 @@ worker = McpWorker()
 
 @worker.hook("tools_list")
 def tools_list(data: dict[str, Any], request: Request) -> dict[str, Any]:
-    """Announce the tools of every server in mcp.json (none when it names no server)."""
-    return {**data, "tools": list(worker.catalog(request).schemas)}
+    """Announce the tools of every server in mcp.json (none when it names no server).
+
+    ``depends_on`` stamps mcp.json, each server's cached tool list and this package's code: while
+    they are unchanged the core may reuse the answer without starting this worker.
+    """
+    catalog = worker.catalog(request)
+    return {**data, "tools": list(catalog.schemas), "depends_on": list(catalog.stamps)}
