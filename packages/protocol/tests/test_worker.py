@@ -287,3 +287,19 @@ def test_config_path_is_where_the_config_is_read_even_when_absent(tmp_path):
     worker = Worker("notes", "0")
     assert worker.config_path(str(tmp_path)) == str(tmp_path / "notes.json")
     assert worker.load_config(str(tmp_path)).path is None  # absent: an empty config, and no path
+
+
+def test_exit_fast_runs_atexit_flushes_and_exits_with_the_code(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import atexit, sys\n"
+        "from i_protocol import exit_fast\n"
+        "atexit.register(lambda: open(sys.argv[1], 'w').write('ran'))\n"
+        "sys.stdout.write('buffered, not yet flushed')\n"
+        "exit_fast(3)\n"
+    )
+    marker = tmp_path / "atexit"
+    done = subprocess.run([sys.executable, "-c", code, str(marker)], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, marker.read_text()) == (3, "buffered, not yet flushed", "ran")

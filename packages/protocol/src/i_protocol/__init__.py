@@ -31,7 +31,7 @@ from .errors import (
     WorkspaceError,
 )
 from .framing import MAX_FRAME_BYTES, decode_frame, encode_frame
-from .worker import Request, Worker
+from .worker import Request, Worker, exit_fast
 
 if TYPE_CHECKING:
     from .budget import BudgetVerdict
@@ -74,6 +74,7 @@ __all__ = [
     "atomic_write_bytes",
     "decode_frame",
     "encode_frame",
+    "exit_fast",
     "paths_from_env",
     "paths_from_request",
     "validate_paths",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .__about__ import PROTOCOL_VERSION
 from .config import ConfigCache, WorkerConfig, discover_config_path
@@ -352,3 +352,24 @@ def protect_stdio() -> tuple[BinaryIO, BinaryIO]:
     sys.stdout = sys.stderr
     writer = os.fdopen(frame_fd, "wb", buffering=1 << 16)
     return sys.stdin.buffer, writer
+
+
+def exit_fast(code: int | None) -> NoReturn:
+    """End the program now with ``code`` (``None``: 0), for a console entry point once ``main`` returned.
+
+    ``atexit`` handlers run and ``sys.stdout``/``sys.stderr`` are flushed, then the process exits
+    without the interpreter's teardown (freeing every module and object: 4-10 ms of CPU for a
+    worker, more for the core, paid while the host waits for its workers to exit). Call it only
+    after everything the program wrote is closed or flushed: buffered files left open are not.
+    """
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed or broken pipe: nothing more can be said
+                pass
+        os._exit(code or 0)

@@ -1,3 +1,3 @@
 """Version of the i-worker-budget distribution."""
 
-__version__ = "0.2.0"
+__version__ = "0.2.1"

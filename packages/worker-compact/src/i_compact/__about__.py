@@ -1,3 +1,3 @@
 """Version of the i-worker-compact distribution."""
 
-__version__ = "0.2.1"
+__version__ = "0.2.2"

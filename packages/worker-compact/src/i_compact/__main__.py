@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import sys
+from typing import NoReturn
+
+from i_protocol import exit_fast
 
 from .worker import worker
 
@@ -12,5 +14,10 @@ def main(argv: list[str] | None = None) -> int:
     return worker.main(argv)
 
 
+def run() -> NoReturn:
+    """The console script: ``main``, then exit without the interpreter's teardown (``exit_fast``)."""
+    exit_fast(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -1,3 +1,3 @@
 """Version of the i-worker-memory distribution."""
 
-__version__ = "0.1.1"
+__version__ = "0.1.2"
