@@ -10,7 +10,10 @@ Subjects:
 - ``bare httpx``: ``python -c 'import httpx; httpx.post(...)'`` with `i`'s recorded body;
 - ``i standard``: the standard profile with memory and web disabled and no mcp.json;
 - ``i standard + memory/web/MCP``: the standard profile with memory, web and one MCP stdio server
-  (the worker-mcp test fixture) configured.
+  (the worker-mcp test fixture) configured. Its MCP tools come from the kept ``tools_list`` answer
+  (``cache_dir/core/tools-list``, written by the warm-up run), as in every run after the first;
+- ``i standard + memory/web/MCP, tools asked``: the same with the kept answer deleted before each
+  run, so the MCP worker starts and is asked (the first run, or the first after mcp.json changed).
 
 With ``--before-src DIR`` (the ``packages/`` of another checkout, e.g. ``git archive HEAD packages |
 tar -x -C DIR``) each `i` subject also runs with that checkout's core (``PYTHONPATH``) in the same
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -85,6 +89,8 @@ def setup(root: Path, name: str, base_url: str, *, extras: bool) -> dict[str, st
 
 
 def run_i(env: dict[str, str], project: Path) -> float:
+    if env.get("ONESHOT_FORGET_TOOLS"):  # the bench's own switch: ask the tools_list workers again
+        shutil.rmtree(Path(env["I_CACHE_DIR"]) / "core" / "tools-list", ignore_errors=True)
     started = time.perf_counter()
     done = subprocess.run(
         [I_COMMAND, "-C", str(project), "--no-stream", "hello"], env=env, capture_output=True, text=True
@@ -171,10 +177,15 @@ def main() -> None:
             "i standard": setup(root, "plain", model.base_url, extras=False),
             "i standard + memory/web/MCP": setup(root, "extras", model.base_url, extras=True),
         }
+        subjects["i standard + memory/web/MCP, tools asked"] = {
+            **subjects["i standard + memory/web/MCP"],
+            "ONESHOT_FORGET_TOOLS": "1",
+        }
         if args.before_src is not None:
             before = os.pathsep.join(str(src) for src in sorted(args.before_src.resolve().glob("*/src")))
             for name in list(subjects):
-                subjects[f"{name} (before)"] = {**subjects[name], "PYTHONPATH": before}
+                if "ONESHOT_FORGET_TOOLS" not in subjects[name]:  # the core before kept nothing
+                    subjects[f"{name} (before)"] = {**subjects[name], "PYTHONPATH": before}
         for name, env in subjects.items():
             run_i(env, project)  # warm the page cache, create the workspace ids
             print(f"{name}: workers started by one run: {', '.join(census(env, project)) or 'none'}")
@@ -194,7 +205,7 @@ def main() -> None:
     for name, values in times.items():
         over = [v - bare for v in values]
         extra = "" if name == "bare httpx" else f"   overhead median {statistics.median(over) * 1e3:6.1f} ms"
-        print(f"  {name:38s} {fmt(values, 'ms', 1e3)}{extra}")
+        print(f"  {name:46s} {fmt(values, 'ms', 1e3)}{extra}")
     print("  (target: overhead < 150 ms)")
 
     n_cold = 5 if args.quick else 20

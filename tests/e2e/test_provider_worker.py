@@ -170,3 +170,36 @@ def test_a_custom_protocol_without_a_provider_is_an_error(i, dirs, project, prot
     result = i("-C", str(project), "hi")
     assert result.returncode == 3
     assert f"protocol {protocol!r} is not built in" in result.stderr and "provider worker" in result.stderr
+
+
+def test_a_bound_provider_starts_with_the_first_hooks_workers_not_at_the_first_request(i, dirs, project):
+    """The first request goes to the provider: it boots beside the session's first workers. A
+    before_request hook sees its start marker before any provider_request is sent."""
+    marker = project.parent / "provider.started"
+    provider = project.parent / "marked_provider.py"
+    provider.write_text(
+        f"import sys\nopen({str(marker)!r}, 'w').close()\nfrom i_protocol import Worker\nworker = Worker('p', '1')\n"
+        "@worker.hook('provider_request')\ndef request(data, req):\n"
+        "    return {'message': {'role': 'assistant', 'content': 'ok'}, 'finish_reason': 'stop', 'usage': None}\n"
+        "sys.exit(worker.main())\n"
+    )
+    looker = project.parent / "looker.py"
+    looker.write_text(
+        "import os, sys, time\nfrom i_protocol import Worker, WorkerError\nworker = Worker('looker', '1')\n"
+        "@worker.hook('before_request')\ndef look(data, req):\n"
+        "    stop = time.monotonic() + 10\n"
+        f"    while not os.path.exists({str(marker)!r}) and time.monotonic() < stop:\n"
+        "        time.sleep(0.01)\n"
+        f"    if not os.path.exists({str(marker)!r}):\n"
+        "        raise WorkerError('the provider has not started before the first request')\n"
+        "    return data\n"
+        "sys.exit(worker.main())\n"
+    )
+    manifest = project.parent / "looker.json"
+    manifest.write_bytes(
+        orjson.dumps({"hooks": [{"events": ["before_request"], "exec": [sys.executable, str(looker)]}]})
+    )
+    provider_config(dirs, "http://127.0.0.1:9", provider={"exec": [sys.executable, str(provider)]})
+    result = i("-C", str(project), "--manifest", str(manifest), "--json", "hi")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["answer"] == "ok"

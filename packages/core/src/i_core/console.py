@@ -354,11 +354,11 @@ class _LineQueue:
 
 
 def _session_path(args: argparse.Namespace, workspace: str, state_dir: Path) -> Path:
-    from .session import session_path_for_name
-
     if args.session:
         return Path(args.session)
     if args.session_name:
+        from .session import session_path_for_name
+
         return session_path_for_name(workspace, args.session_name)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     return state_dir / "sessions" / f"{stamp}-{os.getpid()}.json"
@@ -386,8 +386,7 @@ def run_console(argv: list[str]) -> int:
     from .config import load_api_config
     from .hooks import HookRunner
     from .runtime import Runtime
-    from .selection import check_protocol, with_steering
-    from .session import open_session
+    from .selection import bound_provider, check_protocol, with_steering
 
     parser = _parser()
     args = parser.parse_args(argv)
@@ -407,6 +406,9 @@ def run_console(argv: list[str]) -> int:
     interactive = not args.task and sys.stdin.isatty() and sys.stderr.isatty()
     runtime = Runtime(args.workspace, manifest_path=manifest, io_limit_bytes=config.io_limit_bytes, paths=paths)
     check_protocol(config, runtime.manifest)  # before any worker starts
+    provider = bound_provider(config, runtime.manifest)
+    if provider is not None:  # the first request goes to it: it starts with the first hooks' workers
+        runtime.also_start.append(provider)
     if args.continue_:
         session_file = _continue_path(runtime.workspace, runtime.workspace_id, runtime.state_dir)
     else:
@@ -428,6 +430,7 @@ def run_console(argv: list[str]) -> int:
 
         warm_up()
         from .agent import Agent, AgentOptions
+        from .session import open_session
 
         runtime.ready()  # a worker that failed to list its tools ends the run before a session is opened
         session = open_session(

@@ -28,9 +28,10 @@ FIRST_REQUEST_EVENTS = (
     "before_request",
 )
 """The events a session fires up to its first model request (``session_load`` for a saved session,
-``system_prompt`` for a new one). Their workers start together when a session starts; every other
-worker (a tool's, the compactor, ``tool_approval``, ``after_*``) starts at its first call, so a run
-never starts a process it does not use."""
+``system_prompt`` for a new one). Their workers start together when a session starts (a
+``tools_list`` subscriber whose answer is kept, ``kept_tools``, only at its first tool call); every
+other worker (a tool's, the compactor, ``tool_approval``, ``after_*``) starts at its first call, so a
+run never starts a process it does not use."""
 
 
 class HookRunner:

@@ -1,12 +1,13 @@
 """A running core: directories, workspace identity, the active manifest, the pool and its hooks.
 
 Used as a context manager: entering starts, concurrently, the workers of the events up to the
-first model request (``hooks.FIRST_REQUEST_EVENTS``) and asks the ``tools_list`` subscribers (MCP
-servers) for their tools on a helper thread, so the caller loads what it needs meanwhile; reading
-``manifest`` waits for their answers (and raises their failure); every other worker starts at its first call
-(a tool's worker when the model first calls one of its tools), so a one-shot run pays only for the
-processes its first request needs. Leaving — normally, on an error, on Ctrl-C or on SIGTERM —
-shuts the whole pool down.
+first model request (``hooks.FIRST_REQUEST_EVENTS``) and ``also_start`` (a bound provider), and
+asks the ``tools_list`` subscribers (MCP servers) for their tools on a helper thread, so the caller
+loads what it needs meanwhile; reading ``manifest`` (or ``ready()``) waits for their answers and
+raises their failure. A subscriber whose answer is kept (``kept_tools``) is not asked and not
+started. Every other worker starts at its first call (a tool's worker when the model first calls
+one of its tools), so a one-shot run pays only for the processes its first request needs.
+Leaving — normally, on an error, on Ctrl-C or on SIGTERM — shuts the whole pool down.
 
 A worker that cannot even be spawned (a missing or non-executable program, a missing cwd) is
 still reported before the first request, started or not: loading the manifest resolves every
@@ -28,7 +29,7 @@ from i_protocol.workspace import canonical_workspace, workspace_id_for, workspac
 from .errors import ConfigError
 from .hooks import FIRST_REQUEST_EVENTS, HookRunner
 from .kept_tools import KeptTools
-from .manifest import Manifest, ToolEntry
+from .manifest import Exec, Manifest, ToolEntry
 from .pool import DEFAULT_IO_LIMIT, WorkerPool
 from .selection import load_active_manifest
 
@@ -60,6 +61,8 @@ class Runtime:
         self._announcing: threading.Thread | None = None
         self._announced: tuple[ToolEntry, ...] | BaseException = ()
         self.kept_tools = KeptTools(self.paths.cache_dir, self.pool.environment)
+        self.also_start: list[Exec] = []
+        """Workers the first request needs beyond the hooks' (a bound provider), started with them."""
 
     @property
     def manifest(self) -> Manifest:
@@ -98,7 +101,8 @@ class Runtime:
         kept = self.hooks.kept_answers(self.kept_tools) if listers else {}
         asked = [hook.exec for index, hook in enumerate(listers) if index not in kept]
         rest = tuple(event for event in FIRST_REQUEST_EVENTS if event != "tools_list")
-        self.pool.start([*asked, *self.hooks.workers_for(rest)])  # a kept answer's worker starts at its first call
+        # A kept answer's worker starts at its first call.
+        self.pool.start([*asked, *self.hooks.workers_for(rest), *self.also_start])
         if asked:
             self._announcing = threading.Thread(target=self._announce, args=(kept,), name="i-tools-list", daemon=True)
             self._announcing.start()
