@@ -48,6 +48,25 @@ from i_scripted import ScriptedModel  # noqa: E402
 
 PY = sys.executable
 I_COMMAND = str(Path(PY).parent / "i")
+# What pip writes as the `i` console script of a core whose entry is ``main`` (before ``run``): the
+# "before" subjects run their core through it, so both sides pay the same wrapper.
+OLD_ENTRY = """import re
+import sys
+from i_core.__main__ import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
+
+
+def i_command(env: dict[str, str]) -> list[str]:
+    """The `i` of a subject: this checkout's console script, or an older core's entry."""
+    return [PY, env["ONESHOT_OLD_ENTRY"]] if "ONESHOT_OLD_ENTRY" in env else [I_COMMAND]
+
+
+def forget_tools(env: dict[str, str]) -> None:
+    if env.get("ONESHOT_FORGET_TOOLS"):  # the bench's own switch: ask the tools_list workers again
+        shutil.rmtree(Path(env["I_CACHE_DIR"]) / "core" / "tools-list", ignore_errors=True)
 MCP_SERVER = HERE.parent / "packages" / "worker-mcp" / "tests" / "fixture_server.py"
 
 BARE_CLIENT = """
@@ -89,11 +108,10 @@ def setup(root: Path, name: str, base_url: str, *, extras: bool) -> dict[str, st
 
 
 def run_i(env: dict[str, str], project: Path) -> float:
-    if env.get("ONESHOT_FORGET_TOOLS"):  # the bench's own switch: ask the tools_list workers again
-        shutil.rmtree(Path(env["I_CACHE_DIR"]) / "core" / "tools-list", ignore_errors=True)
+    forget_tools(env)
     started = time.perf_counter()
     done = subprocess.run(
-        [I_COMMAND, "-C", str(project), "--no-stream", "hello"], env=env, capture_output=True, text=True
+        [*i_command(env), "-C", str(project), "--no-stream", "hello"], env=env, capture_output=True, text=True
     )
     took = time.perf_counter() - started
     if done.returncode != 0:
@@ -109,8 +127,9 @@ def run_bare(script: Path, url: str, body: Path) -> float:
 
 def census(env: dict[str, str], project: Path) -> list[str]:
     """The worker processes one run starts: the core's children, read from /proc mid-run."""
+    forget_tools(env)
     process = subprocess.Popen(
-        [I_COMMAND, "-C", str(project), "--no-stream", "hello"],
+        [*i_command(env), "-C", str(project), "--no-stream", "hello"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -183,9 +202,15 @@ def main() -> None:
         }
         if args.before_src is not None:
             before = os.pathsep.join(str(src) for src in sorted(args.before_src.resolve().glob("*/src")))
+            entry = root / "old-entry.py"
+            entry.write_text(OLD_ENTRY)
             for name in list(subjects):
                 if "ONESHOT_FORGET_TOOLS" not in subjects[name]:  # the core before kept nothing
-                    subjects[f"{name} (before)"] = {**subjects[name], "PYTHONPATH": before}
+                    subjects[f"{name} (before)"] = {
+                        **subjects[name],
+                        "PYTHONPATH": before,
+                        "ONESHOT_OLD_ENTRY": str(entry),
+                    }
         for name, env in subjects.items():
             run_i(env, project)  # warm the page cache, create the workspace ids
             print(f"{name}: workers started by one run: {', '.join(census(env, project)) or 'none'}")
