@@ -331,3 +331,13 @@ def test_a_malformed_depends_on_is_refused_naming_it(dirs, project, tmp_path):
     assert "returned depends_on[0] that is not a file stamp" in str(caught.value)
     assert "the session did not start" in str(caught.value)
     assert not (dirs["cache"] / "core" / "tools-list").exists()
+
+
+def test_a_workspace_with_an_undecodable_name_keeps_its_answer_too(dirs, tmp_path):
+    import os
+
+    project = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9"))  # a Latin-1 folder name: 'caf\udce9'
+    project.mkdir()
+    manifest, _, marker = _keeper(tmp_path)
+    assert _tools(project, manifest) == ["alpha"] and _starts(marker) == 1
+    assert _tools(project, manifest) == ["alpha"] and _starts(marker) == 1  # kept, and found again

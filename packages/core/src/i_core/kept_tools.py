@@ -21,11 +21,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from i_protocol.atomic import atomic_write_bytes
 from i_protocol.errors import FileError
 from i_protocol.files import file_stamp, read_json
+from i_protocol.jsonsafe import dumps_safe
 
 from .__about__ import __version__
 from .errors import HookResultError
@@ -75,15 +74,16 @@ class KeptTools:
     def path(self, hook: HookEntry, context: Mapping[str, Any]) -> str:
         """Where the answer of ``hook`` for ``context`` is kept."""
         spec = hook.exec
-        identity = [__version__, list(spec.argv), spec.cwd, list(spec.env), self._environment, hook.module, context]
-        digest = hashlib.sha256(orjson.dumps(identity, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        place = sorted(context.items())  # a workspace path may hold undecodable bytes (lone surrogates)
+        identity = [__version__, list(spec.argv), spec.cwd, list(spec.env), self._environment, hook.module, place]
+        digest = hashlib.sha256(dumps_safe(identity)).hexdigest()
         return os.path.join(self.folder, f"{digest}.json")
 
     def load(self, hook: HookEntry, context: Mapping[str, Any]) -> dict[str, Any] | None:
         """The kept answer (``{"tools": [...]}``) while every stamp it depends on still holds, else None."""
         try:
-            entry = read_json(self.path(hook, context), MAX_ENTRY_BYTES, what="kept tools_list answer")
-        except (OSError, FileError):
+            entry = read_json(self.path(hook, context), MAX_ENTRY_BYTES, what="kept tools_list answer", lossless=True)
+        except (OSError, FileError, TypeError):
             return None
         if not isinstance(entry, dict) or entry.get("format") != FORMAT:
             return None
@@ -100,7 +100,7 @@ class KeptTools:
         """Keep ``tools`` until one of ``stamps`` (or a program file of the worker) changes."""
         entry = {"format": FORMAT, "depends_on": [*stamps, *_program_stamps(hook.exec)], "tools": tools}
         try:
-            atomic_write_bytes(self.path(hook, context), orjson.dumps(entry), durable=False)
+            atomic_write_bytes(self.path(hook, context), dumps_safe(entry), durable=False)
         except (OSError, TypeError):  # derived data: the next session asks the worker again
             pass
 
