@@ -67,6 +67,8 @@ def i_command(env: dict[str, str]) -> list[str]:
 def forget_tools(env: dict[str, str]) -> None:
     if env.get("ONESHOT_FORGET_TOOLS"):  # the bench's own switch: ask the tools_list workers again
         shutil.rmtree(Path(env["I_CACHE_DIR"]) / "core" / "tools-list", ignore_errors=True)
+
+
 MCP_SERVER = HERE.parent / "packages" / "worker-mcp" / "tests" / "fixture_server.py"
 
 BARE_CLIENT = """
