@@ -73,11 +73,11 @@ def _wait_for_imports() -> None:
         thread.join()
 
 
-def _tls_for(url: str, direct: bool) -> Any:
-    """httpx's ``verify`` for a client of ``url``: the default CA bundle, except for plain HTTP to a
-    loopback host, which never makes a TLS connection (no redirects are followed, no proxy is used):
-    it gets a context that trusts no certificate at all (fail-closed, and no bundle to load: ~17 ms)."""
-    if direct and urlsplit(url).scheme == "http":
+def _tls_for(plain: bool, direct: bool) -> Any:
+    """httpx's ``verify`` for a client: the default CA bundle, except for plain HTTP to a loopback
+    host, which never makes a TLS connection (no redirects are followed, no proxy is used): it gets
+    a context that trusts no certificate at all (fail-closed, and no bundle to load: ~17 ms)."""
+    if direct and plain:
         import ssl
 
         return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies hostnames and certificates; trusts none
@@ -242,15 +242,17 @@ class Transport:
         _wait_for_imports()
         import httpx
 
-        direct = (urlsplit(url).hostname or "") in _LOOPBACK or not self.trust_env
-        key = (direct, urlsplit(url).scheme == "http")
+        parts = urlsplit(url)
+        direct = (parts.hostname or "") in _LOOPBACK or not self.trust_env
+        plain = parts.scheme == "http"
+        key = (direct, plain)
         client = self._clients.get(key)
         if client is None:
             client = httpx.Client(
                 timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
                 follow_redirects=False,
                 trust_env=not direct,
-                verify=_tls_for(url, direct),
+                verify=_tls_for(plain, direct),
             )
             self._clients[key] = client
         return client
