@@ -4,7 +4,7 @@ Every failure ends as one ``i: ...`` line on stderr and a documented exit code (
 expected failures (CoreError) with their own code, i-protocol's with 3, an ordinary OS error
 (a path that is missing, not a folder, not permitted) with 3 naming the path, a hook's invalid
 history with 6, and anything else with 1 and "(this is a bug: please report it)". ``I_DEBUG=1``
-adds the traceback.
+adds the traceback. Both are shown sanitised (``terminal_text``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from .errors import (
     os_problem,
 )
 from .modules import PROFILES
+from .terminal_text import for_terminal
 
 
 def version_line() -> str:
@@ -59,9 +60,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     result = run_init(_config_dir(), base_url=args.base_url, model=args.model)
     for path, created in result.files:
-        print(f"{'created' if created else 'kept   '} {path}")
+        print(for_terminal(f"{'created' if created else 'kept   '} {path}"))
     if result.context_note is not None:
-        print(result.context_note)
+        print(for_terminal(result.context_note))
     return 0
 
 
@@ -152,7 +153,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         finally:
             agent.close()
             session.close()
-    print(describe(outcome))
+    print(for_terminal(describe(outcome)))
     return 0 if outcome.committed else 1
 
 
@@ -187,7 +188,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         )
         return 0
     if not infos:
-        print(f"no sessions in {workspace} (looked in {', '.join(map(str, session_folders(workspace, state_dir)))})")
+        folders = ", ".join(map(str, session_folders(workspace, state_dir)))
+        print(for_terminal(f"no sessions in {workspace} (looked in {folders})"))
         return 0
     rows = [("NAME", "LAST ACTIVITY", "MESSAGES", "SIZE", "COMPACTIONS", "")]
     for info in infos:
@@ -206,7 +208,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         )
     widths = [max(len(row[c]) for row in rows) for c in range(5)]
     for row in rows:
-        print("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:5])) + "  " + row[5])
+        # Session names are file names: shown, never obeyed by the terminal.
+        print(for_terminal("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:5])) + "  " + row[5]))
     return 0
 
 
@@ -349,10 +352,15 @@ def run_cli(argv: list[str]) -> int:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     except Exception as exc:  # the last line of defence: one line, never a traceback
         message, code = describe_failure(exc)
-        print(f"i: {message}", file=sys.stderr)
+        _diagnostic(f"i: {message}")
         if os.environ.get("I_DEBUG") == "1":
-            traceback.print_exception(exc, file=sys.stderr)
+            _diagnostic("".join(traceback.format_exception(exc)).rstrip("\n"))
         return code
+
+
+def _diagnostic(text: str) -> None:
+    """A failure on stderr: control characters shown, never obeyed."""
+    print(for_terminal(text), file=sys.stderr)
 
 
 def describe_failure(exc: BaseException) -> tuple[str, int]:

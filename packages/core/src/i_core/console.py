@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .errors import ConfigError, CoreError
+from .terminal_text import for_terminal
 
 if TYPE_CHECKING:
     from .providers import ModelReply
@@ -70,12 +71,17 @@ class Screen:
     The progress line lives on stderr and is erased *before* anything else is written, so the
     answer is never overwritten; a progress line or note after streamed text that did not end its
     line starts on a fresh line. Colour (dim notes) only on a TTY and without ``NO_COLOR``.
+
+    Outside text never drives the terminal (``terminal_text``): the answer is sanitised when
+    stdout is a terminal (piped, it stays byte-exact), every note and progress line always.
     """
 
     def __init__(self, out: TextIO, err: TextIO, *, progress: bool) -> None:
         self.out, self.err = out, err
         self.err_tty = err_tty = _isatty(err)
-        self.same_terminal = err_tty and _isatty(out)
+        self.out_tty = _isatty(out)
+        self.same_terminal = err_tty and self.out_tty
+        self._held_cr = False  # streamed answer text ended with "\r": a CR LF split between chunks?
         self.progress_enabled = progress and err_tty
         self.color = err_tty and "NO_COLOR" not in os.environ
         self.shown = False  # a progress line is on screen
@@ -92,7 +98,7 @@ class Screen:
             return
         with self.lock:
             self._fresh_line()
-            self.err.write("\r\x1b[2K" + self._dim(f"[i] {message}…"))
+            self.err.write("\r\x1b[2K" + self._dim(f"[i] {for_terminal(message)}…"))
             self.err.flush()
             self.shown = True
             self.last_progress = message
@@ -135,15 +141,29 @@ class Screen:
         """Answer text (streamed or whole) on stdout: the progress line goes first."""
         with self.lock:
             self.clear()
+            if self.out_tty:
+                text = self._for_tty(text)
             self.out.write(text)
             self.out.flush()
             if text:
                 self.midline = not text.endswith("\n")
 
+    def _for_tty(self, text: str) -> str:
+        # A CR at the end of a chunk may be the first half of a CR LF line end: held until the next.
+        if self._held_cr:
+            text, self._held_cr = "\r" + text, False
+        if text.endswith("\r"):
+            text, self._held_cr = text[:-1], True
+        return for_terminal(text)
+
     def end_answer(self) -> None:
         """The final newline after an answer whose text did not end with one."""
         with self.lock:
             self.clear()
+            if self._held_cr:
+                self._held_cr = False
+                self.out.write(for_terminal("\r"))
+                self.midline = True
             if self.midline:
                 self.out.write("\n")
                 self.out.flush()
@@ -151,10 +171,19 @@ class Screen:
 
     def note(self, line: str, *, dim: bool = False, end: str = "\n") -> None:
         """One line on stderr (a notice, a prompt, the status line) below whatever is on screen."""
+        line = for_terminal(line)
         with self.lock:
             self.clear()
             self._fresh_line()
             self.err.write((self._dim(line) if dim else line) + end)
+            self.err.flush()
+
+    def brand(self, drawing: str) -> None:
+        """The core's own logo, escapes included: the one write that is not sanitised."""
+        with self.lock:
+            self.clear()
+            self._fresh_line()
+            self.err.write(drawing)
             self.err.flush()
 
 
@@ -247,12 +276,8 @@ def change_preview(prepared: object, limit: int = MAX_PREVIEW_LINES) -> str | No
     if len(lines) > limit:
         rest = len(lines) - limit
         lines = [*lines[:limit], f"… {rest} more line{'s' if rest != 1 else ''}"]
-    return "\n".join(_printable(line) for line in lines)
-
-
-def _printable(line: str) -> str:
-    # Terminal control characters from a file must not reach the terminal as such.
-    return "".join(ch if ch >= " " or ch == "\t" else f"\\x{ord(ch):02x}" for ch in line)
+    # Control characters of a file must not reach the terminal as such.
+    return "\n".join(for_terminal(line) for line in lines)
 
 
 _ANSWERS = {"y": "y", "yes": "y", "a": "a", "always": "a", "d": "d", "deny": "d", "n": "n", "no": "n"}
@@ -483,7 +508,7 @@ def run_console(argv: list[str]) -> int:
             if args.json:
                 _print_json_result(agent, session.path, answer, meter, failure)
             if not args.quiet:
-                _summary(agent, session.path)
+                _summary(agent, session.path, screen)
     return 0
 
 
@@ -519,13 +544,18 @@ def _logo(screen: Screen) -> None:
     """The brand on stderr as the console opens (a TTY only; never part of a prompt or the history)."""
     from .brand import can_draw_blocks, render_text
 
-    screen.note(render_text(color=screen.color, ascii_only=not can_draw_blocks(screen.err)), end="")
+    screen.brand(render_text(color=screen.color, ascii_only=not can_draw_blocks(screen.err)))
 
 
 def _print_json_result(
-    agent: object, path: Path, answer: str | None, meter: _UsageMeter, failure: BaseException | None
+    agent: object,
+    path: Path,
+    answer: str | None,
+    meter: _UsageMeter,
+    failure: BaseException | None,
 ) -> None:
-    """``i "task" --json``: one JSON object on stdout, whatever happened."""
+    """``i "task" --json``: one JSON object on stdout, whatever happened; the answer exactly as the
+    model sent it."""
     import orjson
 
     from .agent import Agent
@@ -764,7 +794,7 @@ def status_line(agent: object) -> str:
     return "[i] " + " · ".join(parts)
 
 
-def _summary(agent: object, path: Path) -> None:
+def _summary(agent: object, path: Path, screen: Screen) -> None:
     from .agent import Agent
 
     assert isinstance(agent, Agent)
@@ -785,4 +815,4 @@ def _summary(agent: object, path: Path) -> None:
         line += f"; budget estimate {budget['estimate']}"
         if isinstance(budget.get("trigger"), int | float):
             line += f" of trigger {int(budget['trigger'])}"
-    sys.stderr.write(line + "\n")
+    screen.note(line)

@@ -25,6 +25,7 @@ from .executables import core_worker_argv, find_script
 from .manifest import Exec
 from .modules import CONSOLE_MODULES, MODULES, PROFILES
 from .plugins import load_bindings, load_plugins
+from .terminal_text import for_terminal
 
 VERSION_TIMEOUT_S = 3.0
 _VERSION_LINE = re.compile(r"^(?P<package>\S(?:.*\S)?) (?P<version>\S+) \(i-protocol (?P<protocol>[^)\s]+)\)$")
@@ -152,7 +153,7 @@ def run_command(*, json: bool) -> int:
         document = {"core": core, "config_dir": str(config_dir), "modules": [asdict(r) for r in rows]}
         sys.stdout.write(dumps_safe(document, indent=True).decode() + "\n")
     else:
-        print(f"i-core {__version__} (i-protocol {PROTOCOL_VERSION}); config {config_dir}")
+        print(for_terminal(f"i-core {__version__} (i-protocol {PROTOCOL_VERSION}); config {config_dir}"))
         table = [("MODULE", "SELECTED", "STATUS", "PACKAGE", "VERSION", "PROTOCOL", "EXEC")]
         for r in rows:
             where = " ".join(r.exec) if r.exec else "-"
@@ -169,6 +170,7 @@ def run_command(*, json: bool) -> int:
             )
         widths = [max(len(line[c]) for line in table) for c in range(6)]
         for line in table:
-            print("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(line[:6])) + "  " + line[6])
+            # Versions and problems are what the workers answered: shown, never obeyed.
+            print(for_terminal("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(line[:6])) + "  " + line[6]))
     broken = [r for r in rows if r.selected and (r.status == "missing" or r.problem)]
     return EXIT_WORKER if broken else 0

@@ -22,11 +22,12 @@ def run_command(module: str, *, exec_argv: list[str] | None, cwd: str | None, js
     """Run the suite and print it (a table, or JSON with ``json``); 0 when all pass, else 6."""
     from i_protocol.jsonsafe import dumps_safe
 
+    from ..terminal_text import for_terminal
     from . import report
 
     def start(target: Target) -> None:
         if not json:
-            print(report.header(module, target), flush=True)
+            print(for_terminal(report.header(module, target)), flush=True)
 
     target, results = run_checks(
         module, exec_argv=exec_argv, cwd=cwd, on_start=start, on_result=None if json else report.stream_row
@@ -34,5 +35,5 @@ def run_command(module: str, *, exec_argv: list[str] | None, cwd: str | None, js
     if json:
         sys.stdout.write(dumps_safe(report.as_json(module, target, results), indent=True).decode() + "\n")
     else:
-        print(report.summary(results))
+        print(for_terminal(report.summary(results)))
     return 0 if all(r.passed for r in results) else EXIT_WORKER

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..terminal_text import for_terminal
 from .probe import Target
 from .suite import Result
 
@@ -44,5 +45,5 @@ def as_json(module: str, target: Target, results: list[Result]) -> dict[str, Any
 
 def stream_row(result: Result) -> None:
     """Print one row as soon as its check ends (a run takes seconds: show progress)."""
-    sys.stdout.write(row(result) + "\n")
+    sys.stdout.write(for_terminal(row(result)) + "\n")  # a worker's answer, shown, never obeyed
     sys.stdout.flush()
