@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .errors import ConfigError, CoreError
-from .terminal_text import for_terminal
+from .terminal_text import clip, for_terminal
 
 if TYPE_CHECKING:
     from .providers import ModelReply
@@ -281,21 +281,44 @@ def change_preview(prepared: object, limit: int = MAX_PREVIEW_LINES) -> str | No
 
 
 _ANSWERS = {"y": "y", "yes": "y", "a": "a", "always": "a", "d": "d", "deny": "d", "n": "n", "no": "n"}
+PROMPT_LINES = 4
+"""Terminal lines of a tool call the approval prompt shows before it says how much more there is."""
 
 
-def _ask_on_tty(screen: Screen, reader: _LineQueue | None = None) -> Callable[..., str]:
+def ask_on_tty(
+    screen: Screen, reader: _LineQueue | None = None, read_line: Callable[[], str] | None = None
+) -> Callable[..., str]:
+    """The approval question on the terminal: ``ask(summary, detail)`` -> ``y`` / ``n`` / ``a`` / ``d``.
+
+    The call is shown sanitised and whole up to :data:`PROMPT_LINES` terminal lines; past that the
+    question says how many characters it does not show, and ``v`` prints them all and asks again.
+    Anything but yes/always/deny (Enter included) is No.
+    """
+    import shutil
+
     def ask(summary: str, detail: str | None = None) -> str:
         if reader is not None:
             reader.pause()
         try:
             if detail:
                 screen.note(detail)
-            screen.note(f"[i] allow {summary}? [y]es / [N]o / [a]lways this session / [d]eny this session: ", end="")
-            answer = sys.stdin.readline().strip().lower()
+            whole = for_terminal(summary)
+            width = max(shutil.get_terminal_size().columns, 40)
+            shown, rest = clip(whole, PROMPT_LINES * width - 100, PROMPT_LINES)
+            more = f"… (+{rest} more characters; press v to view all)" if rest else ""
+            while True:
+                screen.note(
+                    f"[i] allow {shown}{more}? [y]es / [N]o / [a]lways this session / [d]eny this session"
+                    + (" / [v]iew all: " if rest else ": "),
+                    end="",
+                )
+                answer = (read_line or sys.stdin.readline)().strip().lower()
+                if answer not in ("v", "view"):
+                    return _ANSWERS.get(answer, "n")
+                screen.note(f"[i] the whole call ({len(whole)} characters):\n{whole}")
         finally:
             if reader is not None:
                 reader.resume()
-        return _ANSWERS.get(answer, "n")
 
     return ask
 
@@ -466,7 +489,7 @@ def run_console(argv: list[str]) -> int:
         )
         if reader is not None:
             reader.path.parent.mkdir(parents=True, exist_ok=True)
-        ask = _ask_on_tty(screen, reader) if sys.stdin.isatty() and sys.stderr.isatty() else None
+        ask = ask_on_tty(screen, reader) if sys.stdin.isatty() and sys.stderr.isatty() else None
         options = AgentOptions(
             yolo=args.yolo,
             ask=ask,

@@ -115,7 +115,7 @@ class ToolPipeline:
             known = ", ".join(schema["name"] for schema in self.schemas)
             return name, _error(f"unknown tool {name!r}; available tools: {known}")
         prepared = prepare(name, arguments, self.context) if builtin else None
-        summary = getattr(prepared, "summary", None) or f"{name} {raw[:200]}"
+        summary = getattr(prepared, "summary", None) or f"{name} {raw}"  # whole: the prompt cuts and says so
         default = "allow" if (builtin and name in FREE_TOOLS) or self.yolo else "ask"
         refusal = self.gate.decide(name, arguments, not builtin, default, summary, prepared)
         if refusal is not None:

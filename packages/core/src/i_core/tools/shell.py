@@ -32,8 +32,8 @@ def prepare_shell(arguments: object, ctx: ToolContext) -> Prepared:
         os.fsencode(command)
     except UnicodeEncodeError:
         raise ToolError("shell: command is not valid Unicode (it contains a lone surrogate)")
-    shown = printable(command)
-    summary = "shell: " + (shown if len(shown) <= 200 else shown[:200] + "...")
+    # The whole command: the approval prompt shows it (sanitised) and says when it must cut it.
+    summary = "shell: " + printable(command)
     return Prepared("shell", dict(args.values), summary, None, None, lambda c: run_shell(command, timeout, c))
 
 
