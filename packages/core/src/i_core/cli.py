@@ -4,7 +4,8 @@ Every failure ends as one ``i: ...`` line on stderr and a documented exit code (
 expected failures (CoreError) with their own code, i-protocol's with 3, an ordinary OS error
 (a path that is missing, not a folder, not permitted) with 3 naming the path, a hook's invalid
 history with 6, and anything else with 1 and "(this is a bug: please report it)". ``I_DEBUG=1``
-adds the traceback. Both are shown sanitised (``terminal_text``).
+adds the traceback. Both are shown sanitised (``terminal_text``) and without secrets
+(``redaction``: the configured API key's value and what the secret table flags).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .errors import (
     os_problem,
 )
 from .modules import PROFILES
+from .redaction import Redactor
 from .terminal_text import for_terminal
 
 
@@ -335,6 +337,7 @@ def _runtime_parser() -> argparse.ArgumentParser:
 
 def run_cli(argv: list[str]) -> int:
     """Parse ``argv`` and run the selected command; every failure prints one clear line."""
+    redactor = Redactor()
     try:
         if argv[:1] == ["--version"]:
             print(version_line())
@@ -344,7 +347,7 @@ def run_cli(argv: list[str]) -> int:
             return int(args.func(args))
         from .console import run_console
 
-        return run_console(argv)
+        return run_console(argv, redactor)
     except KeyboardInterrupt:
         print("i: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -352,15 +355,15 @@ def run_cli(argv: list[str]) -> int:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     except Exception as exc:  # the last line of defence: one line, never a traceback
         message, code = describe_failure(exc)
-        _diagnostic(f"i: {message}")
+        _diagnostic(f"i: {message}", redactor)
         if os.environ.get("I_DEBUG") == "1":
-            _diagnostic("".join(traceback.format_exception(exc)).rstrip("\n"))
+            _diagnostic("".join(traceback.format_exception(exc)).rstrip("\n"), redactor)
         return code
 
 
-def _diagnostic(text: str) -> None:
-    """A failure on stderr: control characters shown, never obeyed."""
-    print(for_terminal(text), file=sys.stderr)
+def _diagnostic(text: str, redactor: Redactor) -> None:
+    """A failure on stderr: secrets scrubbed, control characters shown, never obeyed."""
+    print(for_terminal(redactor.scrub(text)), file=sys.stderr)
 
 
 def describe_failure(exc: BaseException) -> tuple[str, int]:

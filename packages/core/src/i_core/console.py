@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .errors import ConfigError, CoreError
+from .redaction import Redactor
 from .terminal_text import clip, for_terminal
 
 if TYPE_CHECKING:
@@ -73,14 +74,16 @@ class Screen:
     line starts on a fresh line. Colour (dim notes) only on a TTY and without ``NO_COLOR``.
 
     Outside text never drives the terminal (``terminal_text``): the answer is sanitised when
-    stdout is a terminal (piped, it stays byte-exact), every note and progress line always.
+    stdout is a terminal (piped, it stays byte-exact), every note and progress line always;
+    :meth:`failure` also scrubs secrets (``redaction``).
     """
 
-    def __init__(self, out: TextIO, err: TextIO, *, progress: bool) -> None:
+    def __init__(self, out: TextIO, err: TextIO, *, progress: bool, redactor: Redactor | None = None) -> None:
         self.out, self.err = out, err
         self.err_tty = err_tty = _isatty(err)
         self.out_tty = _isatty(out)
         self.same_terminal = err_tty and self.out_tty
+        self.redactor = redactor if redactor is not None else Redactor()
         self._held_cr = False  # streamed answer text ended with "\r": a CR LF split between chunks?
         self.progress_enabled = progress and err_tty
         self.color = err_tty and "NO_COLOR" not in os.environ
@@ -177,6 +180,11 @@ class Screen:
             self._fresh_line()
             self.err.write((self._dim(line) if dim else line) + end)
             self.err.flush()
+
+    def failure(self, line: str) -> None:
+        """A note that reports a failure: its text may quote a server or a worker, so secrets are
+        scrubbed from it first."""
+        self.note(self.redactor.scrub(line))
 
     def brand(self, drawing: str) -> None:
         """The core's own logo, escapes included: the one write that is not sanitised."""
@@ -424,8 +432,11 @@ def _continue_path(workspace: str, workspace_id: str, state_dir: Path) -> Path:
     return path
 
 
-def run_console(argv: list[str]) -> int:
-    """Run the agent as the command line asks; expected failures raise CoreError."""
+def run_console(argv: list[str], redactor: Redactor | None = None) -> int:
+    """Run the agent as the command line asks; expected failures raise CoreError.
+
+    ``redactor`` learns the configured API key's value here, so that the caller scrubs it from
+    whatever failure it prints."""
     if hasattr(sys.stdin, "reconfigure"):
         # A stdin line with bytes that are not UTF-8 keeps them (as lone surrogates), like argv does.
         sys.stdin.reconfigure(errors="surrogateescape")
@@ -443,6 +454,9 @@ def run_console(argv: list[str]) -> int:
     paths = paths_from_env()
     config_path = Path(args.config) if args.config else Path(paths.config_dir) / "config.json"
     config = load_api_config(config_path)
+    redactor = redactor if redactor is not None else Redactor()
+    if config.api_key_env:
+        redactor.add(config.api_key_env, config.api_key())
     if config.api_key_env and config.api_key() is None:
         from urllib.parse import urlsplit
 
@@ -461,7 +475,7 @@ def run_console(argv: list[str]) -> int:
         session_file = _continue_path(runtime.workspace, runtime.workspace_id, runtime.state_dir)
     else:
         session_file = _session_path(args, runtime.workspace, runtime.state_dir)
-    screen = Screen(sys.stdout, sys.stderr, progress=not args.quiet)
+    screen = Screen(sys.stdout, sys.stderr, progress=not args.quiet, redactor=redactor)
     reader = None
     if interactive:
         # The console's steering worker: profiles do not remove it, bindings.json may replace it.
@@ -529,7 +543,7 @@ def run_console(argv: list[str]) -> int:
             agent.close()
             session.close()
             if args.json:
-                _print_json_result(agent, session.path, answer, meter, failure)
+                _print_json_result(agent, session.path, answer, meter, failure, redactor)
             if not args.quiet:
                 _summary(agent, session.path, screen)
     return 0
@@ -576,9 +590,10 @@ def _print_json_result(
     answer: str | None,
     meter: _UsageMeter,
     failure: BaseException | None,
+    redactor: Redactor,
 ) -> None:
     """``i "task" --json``: one JSON object on stdout, whatever happened; the answer exactly as the
-    model sent it."""
+    model sent it, the error without secrets."""
     import orjson
 
     from .agent import Agent
@@ -607,7 +622,7 @@ def _print_json_result(
         result.update(exit=failure.code if isinstance(failure.code, int) else 1, error="terminated")
     elif failure is not None:
         message, code = describe_failure(failure)
-        result.update(exit=code, error=message)
+        result.update(exit=code, error=redactor.scrub(message))
     sys.stdout.write(orjson.dumps(result, default=str).decode() + "\n")
     sys.stdout.flush()
 
@@ -708,7 +723,7 @@ def _console(agent: object, screen: Screen, reader: _LineQueue, meter: _UsageMet
             try:
                 screen.note(describe(agent.compact(agent.history, force=True)))
             except CoreError as exc:
-                screen.note(f"i: {exc}")
+                screen.failure(f"i: {exc}")
             continue
         session = agent.session
         saved, meta = session.messages, copy.deepcopy(session.meta)
@@ -731,7 +746,7 @@ def _console(agent: object, screen: Screen, reader: _LineQueue, meter: _UsageMet
             continue
         except CoreError as exc:
             screen.end_answer()
-            screen.note(f"i: {exc}")
+            screen.failure(f"i: {exc}")
         finally:
             reader.stop()
             partial = reader.take_partial()
@@ -771,7 +786,7 @@ def _queued_turn(agent: object, screen: Screen, reader: _LineQueue) -> None:
             return
         except CoreError as exc:
             screen.end_answer()
-            screen.note(f"i: {exc}")
+            screen.failure(f"i: {exc}")
             return
         finally:
             reader.stop()
@@ -828,7 +843,7 @@ def _summary(agent: object, path: Path, screen: Screen) -> None:
         f"{stats.compactions} compaction(s) of {stats.compact_attempts} attempt(s)"
     )
     if stats.last_failure:
-        line += f" (last failed: {stats.last_failure[:200]})"
+        line += f" (last failed: {screen.redactor.scrub(stats.last_failure)[:200]})"
     if stats.rejections:
         line += f", {stats.rejections} context-length refusal(s) by the server"
     # A run that failed before its first checkpoint has no session file to point at.
