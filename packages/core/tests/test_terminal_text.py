@@ -41,9 +41,7 @@ def test_the_output_never_holds_a_forbidden_code_point(text):
     shown.encode("utf-8")  # no lone surrogate either: it can always be written
 
 
-_PRINTABLE = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters=[chr(c) for c in FORBIDDEN] + ["\r"])
-)
+_PRINTABLE = st.text(st.characters(exclude_categories=("Cs",), exclude_characters=[chr(c) for c in FORBIDDEN] + ["\r"]))
 
 
 @given(_PRINTABLE)
