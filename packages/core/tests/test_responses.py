@@ -226,6 +226,26 @@ def test_a_refusal_is_the_answer_marked_as_one() -> None:
     assert reply.usage == {"input_tokens": 9, "output_tokens": 4, "cache_read_tokens": 8, "cache_creation_tokens": None}
 
 
+def test_cache_write_tokens_are_cache_creation_inside_the_input() -> None:
+    def usage_of(details: dict[str, int]) -> object:
+        response = {
+            "status": "completed",
+            "output": [{"type": "message", "content": [{"type": "output_text", "text": "ok"}]}],
+            "usage": {"input_tokens": 4100, "output_tokens": 4, "input_tokens_details": details},
+        }
+        return ResponsesAdapter().parse_response(history_reply(response)).usage
+
+    written = usage_of({"cached_tokens": 0, "cache_write_tokens": 4012})  # OpenRouter's figure as recorded
+    assert written == {"input_tokens": 4100, "output_tokens": 4, "cache_read_tokens": 0, "cache_creation_tokens": 4012}
+    too_many = usage_of({"cached_tokens": 100, "cache_write_tokens": 4012})
+    assert too_many == {
+        "input_tokens": 4100,
+        "output_tokens": 4,
+        "cache_read_tokens": None,
+        "cache_creation_tokens": None,
+    }
+
+
 # -- the manifest ----------------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from .reply import (
     block_break,
     chat_tools,
     error_message,
+    included_cache,
     joined_runs,
     merge_extra_body,
     normalized_usage,
@@ -116,10 +117,9 @@ class OpenAIAdapter:
         )
 
     def usage(self, usage: dict[str, Any]) -> dict[str, int | None] | None:
-        """Internal usage: prompt tokens already include the cached ones."""
-        details = usage.get("prompt_tokens_details")
-        cached = details.get("cached_tokens") if isinstance(details, dict) else None
-        return normalized_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), cached, None)
+        """Internal usage: prompt tokens already include the cached and the written ones."""
+        read, written = included_cache(usage.get("prompt_tokens"), usage.get("prompt_tokens_details"))
+        return normalized_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), read, written)
 
     def stream_parser(self, on_text: Callable[[str], None]) -> _ChatStream:
         """An incremental parser of chat.completion.chunk events."""
