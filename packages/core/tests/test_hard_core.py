@@ -520,7 +520,7 @@ def test_stale_temporaries_beside_the_session_are_cleaned_at_the_next_start(env,
         result, _ = run_i(env, "-C", str(project), "--quiet", "--session", str(folder / "s.json"), "hi")
     assert result.returncode == 0, result.stderr
     left = sorted(path.name for path in folder.iterdir())
-    assert left == sorted([other_fresh.name, other_alive.name, not_ours.name, unrelated.name, "s.json", "s.json.lock"])
+    assert left == sorted([other_fresh.name, other_alive.name, not_ours.name, unrelated.name, "s.json"])
 
 
 def test_a_run_that_saved_nothing_says_so_and_leaves_no_lock(env, dirs, project) -> None:
@@ -534,7 +534,7 @@ def test_a_run_that_saved_nothing_says_so_and_leaves_no_lock(env, dirs, project)
     assert sessions == []
 
 
-def test_a_saved_session_is_named_and_its_lock_stays(env, dirs, project) -> None:
+def test_a_saved_session_is_named_ignored_by_git_and_leaves_no_lock(env, dirs, project) -> None:
     with ScriptedModel([{"text": "one"}, {"text": "two"}]) as model:
         write_config(dirs, model.base_url)
         first, _ = run_i(env, "-C", str(project), "--session-name", "keep", "hi")
@@ -542,7 +542,8 @@ def test_a_saved_session_is_named_and_its_lock_stays(env, dirs, project) -> None
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     path = project / ".i" / "sessions" / "keep.json"
     assert f"session: {path}".encode() in first.stderr
-    assert sorted(p.name for p in path.parent.iterdir()) == ["keep.json", "keep.json.lock"]
+    assert sorted(p.name for p in path.parent.iterdir()) == [".gitignore", "keep.json"]  # its holder removed the lock
+    assert (path.parent / ".gitignore").read_text() == "*\n"
 
 
 def test_a_named_session_that_failed_before_its_first_checkpoint_says_no_session(env, dirs, project) -> None:

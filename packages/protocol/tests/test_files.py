@@ -17,6 +17,7 @@ import pytest
 from i_protocol import files
 from i_protocol.errors import FileDecodeError, FileError, FileTooLarge, LockTimeout
 from i_protocol.files import acquire_lock, locked_update, read_bytes, read_json, read_text, set_aside
+from i_protocol.testing import scaled, wait_until
 
 # -- bounded reads -------------------------------------------------------------------------------
 
@@ -273,7 +274,10 @@ def test_a_lock_file_replaced_while_waiting_is_locked_where_it_now_is(tmp_path: 
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         waiter = threading.Thread(target=lambda: got.append(acquire_lock(path, timeout=20)))
         waiter.start()
-        time.sleep(0.2)  # the waiter has opened the old lock file and polls it
+        if os.path.isdir("/proc/self/fd"):
+            assert wait_until(lambda: _opened_here(f"{path}.lock"), 10)  # the waiter polls the old lock file
+        else:
+            time.sleep(0.2)
         os.unlink(f"{path}.lock")  # what no i process does, but a user's cleanup might
         (tmp_path / "memory.json.lock").write_bytes(b"")
     finally:
@@ -286,6 +290,69 @@ def test_a_lock_file_replaced_while_waiting_is_locked_where_it_now_is(tmp_path: 
         assert _try_lock_in_another_process(path).endswith("another process holds it")
     finally:
         got[0].release()
+
+
+_REMOVING_HOLDER = _HOLDER.replace("timeout=30)", "timeout=30, remove_on_release=True)")
+
+
+def _opened_here(path: str) -> bool:
+    """True once this process has ``path`` open (a waiter polling the lock file)."""
+    folder = "/proc/self/fd"
+    for fd in os.listdir(folder):
+        try:
+            if os.readlink(f"{folder}/{fd}") == path:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="flock semantics, Linux's /proc")
+def test_a_holder_that_removes_its_lock_file_lets_no_second_writer_in(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "s.json"
+    lock_file = f"{path}.lock"
+    holder = _python(_REMOVING_HOLDER, str(path))
+    got: list[files.HeldLock] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        waiter = threading.Thread(
+            target=lambda: got.append(acquire_lock(path, timeout=scaled(20), remove_on_release=True))
+        )
+        waiter.start()
+        assert wait_until(lambda: _opened_here(lock_file), 10)  # the waiter polls the holder's lock file
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        assert holder.wait(timeout=scaled(30)) == 0
+    waiter.join(timeout=scaled(30))
+    assert len(got) == 1
+    try:  # the waiter locked the file now at the path (not the unlinked one): a newcomer is excluded
+        assert os.path.exists(lock_file)
+        assert _try_lock_in_another_process(path).endswith("another process holds it")
+    finally:
+        got[0].release()
+    assert not os.path.exists(lock_file)  # its holder removed it; nothing is left behind
+    assert _try_lock_in_another_process(path) == "held"
+
+
+def test_the_filelock_fallback_never_removes_its_lock_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import fcntl
+
+    real = fcntl.flock
+    refused: list[int] = []
+
+    def no_flock(fd: int, operation: int) -> None:
+        if not refused:  # this module's own try; filelock's then works
+            refused.append(fd)
+            raise OSError(errno.ENOSYS, "Function not implemented")
+        real(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    acquire_lock(tmp_path / "s.json", timeout=1, remove_on_release=True).release()
+    assert refused and (tmp_path / "s.json.lock").exists()
 
 
 def test_a_file_system_without_flock_falls_back_to_filelock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
