@@ -76,7 +76,7 @@ def test_read_task_runs_the_read_tool_and_prints_the_answer(env, dirs, project):
     second = model.requests[1]
     assert "# demo project" in tool_messages(second)[0]["content"]
     assert second.headers.get("authorization") == "<redacted>"  # sent, but never recorded in clear
-    assert "1 tool call(s) (read)" in result.stderr
+    assert "1 tool call(s) asked, 1 run, 0 refused (read)" in result.stderr
 
 
 def test_session_name_twice_continues_the_conversation(env, dirs, project):

@@ -127,6 +127,18 @@ def test_connection_refused_is_retried_then_reported() -> None:
     assert [n for n, _ in rec.retries] == [1, 2]
 
 
+def test_a_connection_error_names_the_endpoint_but_never_its_userinfo_or_query() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://user:s3cret@127.0.0.1:{port}/v1/chat/completions?key=sk-abc123"
+    with Transport(retries=0) as transport, pytest.raises(TransportError) as caught:
+        transport.post(url, BODY, HEADERS, stream=False, on_retry=lambda *_: None)
+    message = str(caught.value)
+    assert f"model request to http://127.0.0.1:{port}/v1/chat/completions connection failed" in message
+    assert "s3cret" not in message and "user" not in message and "sk-abc123" not in message and "key=" not in message
+
+
 def test_a_redirect_is_never_followed() -> None:
     rec = Recorder()
     target = "http://other.example/v1/chat/completions"

@@ -27,7 +27,7 @@ from .model import ModelClient
 from .runtime import Runtime
 from .session import Session
 from .snapshot import context_updates
-from .tool_calls import ToolPipeline
+from .tool_calls import ToolCallCounts, ToolPipeline
 
 MAX_AGENT_STEPS = 200
 
@@ -61,7 +61,8 @@ class RunStats:
 
     turns: int = 0
     model_requests: int = 0
-    tools_used: list[str] = field(default_factory=list)
+    tools: ToolCallCounts = field(default_factory=ToolCallCounts)
+    """The tool calls asked for, run and refused, each in call order."""
     compactions: int = 0
     compact_attempts: int = 0
     last_compaction: str = ""
@@ -70,11 +71,6 @@ class RunStats:
     rejections: int = 0
     """Requests the model server refused as too long (each recovered once, or the turn failed)."""
     last_budget: dict[str, Any] | None = None
-
-    @property
-    def tool_calls(self) -> int:
-        """Tool calls run (or refused) so far."""
-        return len(self.tools_used)
 
 
 class Agent:
@@ -104,7 +100,7 @@ class Agent:
             self.budget,
             yolo=options.yolo,
             progress=options.progress,
-            used=self.stats.tools_used,
+            counts=self.stats.tools,
         )
 
     # -- session ------------------------------------------------------------------------

@@ -483,7 +483,7 @@ def run_console(argv: list[str]) -> int:
             if args.json:
                 _print_json_result(agent, session.path, answer, meter, failure)
             if not args.quiet:
-                _summary(agent, session.path)
+                _summary(agent, session.path, screen)
     return 0
 
 
@@ -538,7 +538,8 @@ def _print_json_result(
         "exit": 0,
         "error": None,
         "usage": {"requests": meter.requests, **meter.total, "last": agent.model.last_usage},
-        "tool_calls": list(agent.stats.tools_used),
+        "tool_calls": list(agent.stats.tools.asked),
+        "tool_call_counts": agent.stats.tools.as_json(),
         "compactions": agent.stats.compactions,
         "compact_attempts": agent.stats.compact_attempts,
         "budget": agent.stats.last_budget,
@@ -764,14 +765,23 @@ def status_line(agent: object) -> str:
     return "[i] " + " · ".join(parts)
 
 
-def _summary(agent: object, path: Path) -> None:
+def tool_call_summary(tools: object) -> str:
+    """``3 tool call(s) asked, 1 run, 2 refused (write, read)``: the tools in the order first called."""
+    from .tool_calls import ToolCallCounts
+
+    assert isinstance(tools, ToolCallCounts)
+    counts = tools.as_json()
+    names = ", ".join(dict.fromkeys(tools.asked)) or "none"
+    return f"{counts['asked']} tool call(s) asked, {counts['run']} run, {counts['refused']} refused ({names})"
+
+
+def _summary(agent: object, path: Path, screen: Screen) -> None:
     from .agent import Agent
 
     assert isinstance(agent, Agent)
     stats = agent.stats
-    tools = ", ".join(sorted(set(stats.tools_used))) or "none"
     line = (
-        f"[i] {stats.model_requests} model request(s), {stats.tool_calls} tool call(s) ({tools}), "
+        f"[i] {stats.model_requests} model request(s), {tool_call_summary(stats.tools)}, "
         f"{stats.compactions} compaction(s) of {stats.compact_attempts} attempt(s)"
     )
     if stats.last_failure:
@@ -785,4 +795,4 @@ def _summary(agent: object, path: Path) -> None:
         line += f"; budget estimate {budget['estimate']}"
         if isinstance(budget.get("trigger"), int | float):
             line += f" of trigger {int(budget['trigger'])}"
-    sys.stderr.write(line + "\n")
+    screen.note(line)  # on its own line, whatever the answer or a progress line left
