@@ -1,5 +1,5 @@
-"""The `i` console: ``i "task"`` runs one task; ``i`` on a TTY is a line console; without a TTY,
-each line of stdin is one request in the same session.
+"""The `i` console: ``i "task"`` runs one task (piped stdin attached, ``i_core.piped``); ``i`` on a
+TTY is a line console; without a TTY, each line of stdin is one request in the same session.
 
 Exit codes: 0 done, 1 internal error (a bug), 2 usage, 3 configuration, session or a file the run
 needs, 4 model/API, 5 budget exhausted, 6 worker failure, 130 interrupted, 143 terminated (see
@@ -13,9 +13,9 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import ConfigError, CoreError
 
@@ -429,6 +429,7 @@ def run_console(argv: list[str]) -> int:
         from .transport import warm_up
 
         warm_up()
+        attached = _piped_input(screen, quiet=args.quiet) if args.task else []
         from .agent import Agent, AgentOptions
         from .session import open_session
 
@@ -461,7 +462,7 @@ def run_console(argv: list[str]) -> int:
             if args.continue_ and not args.quiet:
                 screen.note(f"[i] continuing {session.path} ({len(session.messages)} messages)", dim=True)
             if args.task:
-                answer = _one(agent, " ".join(args.task), screen, show=not args.json)
+                answer = _one(agent, " ".join(args.task), screen, show=not args.json, attached=attached)
             elif interactive:
                 assert reader is not None
                 _console(agent, screen, reader, meter)
@@ -591,14 +592,28 @@ def _stop_interrupted(exc: BaseException) -> None:
         tb = tb.tb_next
 
 
-def _one(agent: object, text: str | None, screen: Screen, *, show: bool = True) -> str:
+def _piped_input(screen: Screen, *, quiet: bool) -> list[dict[str, Any]]:
+    """The text part of piped stdin for the task (``i_core.piped``), said on stderr; [] without one."""
+    from .piped import read_piped
+
+    piped = read_piped(sys.stdin.fileno())
+    if piped is None or (piped.text is None and not piped.silent and not piped.binary):
+        return []
+    if not quiet or piped.cut or piped.binary:
+        screen.note(piped.note(), dim=not (piped.cut or piped.binary))
+    return [piped.part()] if piped.text is not None else []
+
+
+def _one(
+    agent: object, text: str | None, screen: Screen, *, show: bool = True, attached: Sequence[dict[str, Any]] = ()
+) -> str:
     from .agent import Agent
 
     assert isinstance(agent, Agent)
     out = agent.options.out
     if isinstance(out, _AnswerStream):
         out.begin_turn()
-    answer = agent.run(text)
+    answer = agent.run(text, attached=attached)
     if show and not agent.model.stream:
         screen.write(answer)
     screen.end_answer()
