@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -109,7 +110,7 @@ def test_node_prompt_replaces_the_prompts_module(i, write_config, plugins, proje
 )
 def test_examples_pass_the_check(i, module, argv):
     argv = [str(EXAMPLES / a) if "/" in a else a for a in argv]
-    result = i("--runtime", "check", module, "--json", "--exec", *argv, timeout=300)
+    result = i("--runtime", "check", module, "--json", "--exec", *argv, timeout=scaled(300))
     report = json.loads(result.stdout)
     assert result.returncode == 0, [c for c in report["checks"] if not c["passed"]]
     assert report["passed"] and len(report["checks"]) >= 9

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 HERE = Path(__file__).parent
@@ -37,7 +38,7 @@ def write_config(dirs, base_url: str, **extra) -> Path:
         "api_key_env": "TEST_MODEL_KEY",
         "max_tokens": 512,
         "retries": 3,
-        "timeout": 20,
+        "timeout": scaled(20),
         "stream": False,
         "budget": {"context_window": 100000},
     }
@@ -49,7 +50,13 @@ def write_config(dirs, base_url: str, **extra) -> Path:
 
 def i(env, *args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "i_core", *args], env=env, capture_output=True, text=True, input=input, timeout=timeout
+        [sys.executable, "-m", "i_core", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        input=input,
+        stdin=subprocess.DEVNULL if input is None else None,  # nothing attached to a task
+        timeout=scaled(timeout),
     )
 
 

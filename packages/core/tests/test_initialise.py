@@ -231,9 +231,8 @@ def test_the_key_is_sent_as_bearer_only_when_its_variable_is_set(dirs) -> None:
 
 def test_a_silent_server_does_not_hold_init(dirs) -> None:
     with ModelServer({"/props": (200, PROPS, {}, 3), "/v1/models": (200, {"data": []}, {}, 3)}) as server:
-        started = time.monotonic()
+        # The server would answer (with a window) after 3 s: "timed out" and no window is the proof.
         result = run_init(dirs["config"], base_url=server.base_url, environ={}, timeout=0.3)
-        assert time.monotonic() - started < 2.5
     assert "context_window" not in config_of(dirs["config"])["budget"]
     assert result.context_note is not None and "timed out" in result.context_note
 

@@ -12,6 +12,7 @@ from i_core.errors import ConfigError, ContextTooLong
 from i_core.manifest import parse_manifest
 from i_core.providers import ProviderError, ResponsesAdapter, exchange, require_protocol_modules
 from i_core.transport import Transport
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 SYSTEM = {"role": "system", "content": "be brief"}
@@ -39,7 +40,7 @@ def ask(model: ScriptedModel, history: list[dict[str, Any]], *, stream: bool) ->
         return after_response({"protocol": "responses", "response": response}, None)  # type: ignore[arg-type]
 
     wire = before_request({"protocol": "responses", "body": body_for(history, stream=stream)}, None)["body"]  # type: ignore[arg-type]
-    transport = Transport(timeout=10, retries=0)
+    transport = Transport(timeout=scaled(10), retries=0)
     try:
         reply = exchange(
             adapter, transport, adapter.url(model.base_url), wire, adapter.headers("k"),

@@ -12,6 +12,7 @@ import pytest
 from i_core.errors import SessionError
 from i_core.session import dumps_safe, open_session, session_path_for_name
 from i_protocol.jsonsafe import loads_safe
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 WID = "f29127b0-f512-4c6e-9e31-87d476d168ce"
@@ -69,7 +70,7 @@ def test_console_on_a_tty(dirs, project, tmp_path):
 
         def read_until(marker: bytes, timeout: float = 30) -> None:
             nonlocal output
-            deadline = time.time() + timeout
+            deadline = time.time() + scaled(timeout)
             while marker not in output and time.time() < deadline:
                 ready, _, _ = select.select([fd], [], [], 0.2)
                 if ready:

@@ -12,6 +12,7 @@ import pytest
 from i_core.errors import ModelError
 from i_core.providers import exchange, get_adapter
 from i_core.transport import MAX_BODY_BYTES, StreamResult, Transport, TransportError
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 OK = {"text": "fine"}
@@ -358,5 +359,5 @@ def test_warm_up_imports_httpx_without_its_command_line_client() -> None:
         "assert 'httpcore' in sys.modules and 'httpx' in sys.modules\n"
         "assert sys.modules.get('httpx._main') is None and 'click' not in sys.modules, sorted(sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(60))
     assert done.returncode == 0, done.stderr

@@ -142,7 +142,7 @@ def test_two_processes_updating_one_file_lose_no_update(tmp_path: Path) -> None:
         worker.stdin.write("go\n")
         worker.stdin.close()
     for worker in workers:
-        assert worker.wait(timeout=120) == 0
+        assert worker.wait(timeout=scaled(120)) == 0
     assert orjson.loads(path.read_bytes()) == {"count": 2 * rounds}
     assert sorted(p.name for p in path.parent.iterdir()) == ["counter.json", "counter.json.lock"]  # no temporaries
 
@@ -160,7 +160,7 @@ def test_lock_timeout_names_the_file_and_the_seconds(tmp_path: Path) -> None:
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
-        assert holder.wait(timeout=30) == 0
+        assert holder.wait(timeout=scaled(30)) == 0
     with locked_update(path, timeout=5) as file:  # free again once the holder let go
         file.replace(b"{}")
     assert path.read_bytes() == b"{}"
@@ -219,7 +219,7 @@ except LockTimeout as exc:
 else:
     print("held")
 """
-    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=scaled(60))
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -235,7 +235,7 @@ def test_the_lock_excludes_filelock_and_filelock_excludes_it(tmp_path: Path) -> 
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
-        assert holder.wait(timeout=30) == 0
+        assert holder.wait(timeout=scaled(30)) == 0
     lock = acquire_lock(path, timeout=5)
     try:
         done = subprocess.run([sys.executable, "-c", _TRY_FILELOCK, str(path)], capture_output=True, text=True)
@@ -260,7 +260,7 @@ def test_a_child_process_does_not_inherit_the_lock(tmp_path: Path) -> None:
     finally:
         assert child.stdin is not None
         child.stdin.close()
-        child.wait(timeout=30)
+        child.wait(timeout=scaled(30))
 
 
 @pytest.mark.skipif(os.name != "posix", reason="flock semantics")
@@ -272,7 +272,7 @@ def test_a_lock_file_replaced_while_waiting_is_locked_where_it_now_is(tmp_path: 
     got: list[files.HeldLock] = []
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        waiter = threading.Thread(target=lambda: got.append(acquire_lock(path, timeout=20)))
+        waiter = threading.Thread(target=lambda: got.append(acquire_lock(path, timeout=scaled(20))))
         waiter.start()
         if os.path.isdir("/proc/self/fd"):
             assert wait_until(lambda: _opened_here(f"{path}.lock"), 10)  # the waiter polls the old lock file
@@ -283,8 +283,8 @@ def test_a_lock_file_replaced_while_waiting_is_locked_where_it_now_is(tmp_path: 
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
-        assert holder.wait(timeout=30) == 0
-    waiter.join(timeout=30)
+        assert holder.wait(timeout=scaled(30)) == 0
+    waiter.join(timeout=scaled(30))
     assert len(got) == 1
     try:  # the waiter holds the file now at the path, so a newcomer is excluded
         assert _try_lock_in_another_process(path).endswith("another process holds it")
