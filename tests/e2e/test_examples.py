@@ -110,7 +110,7 @@ def test_node_prompt_replaces_the_prompts_module(i, write_config, plugins, proje
 )
 def test_examples_pass_the_check(i, module, argv):
     argv = [str(EXAMPLES / a) if "/" in a else a for a in argv]
-    result = i("--runtime", "check", module, "--json", "--exec", *argv, timeout=scaled(300))
+    result = i("--runtime", "check", module, "--json", "--exec", *argv, timeout=300)
     report = json.loads(result.stdout)
     assert result.returncode == 0, [c for c in report["checks"] if not c["passed"]]
     assert report["passed"] and len(report["checks"]) >= 9
@@ -148,7 +148,13 @@ def test_the_tutorial_runs_as_written(env, tmp_path):
             if line.startswith("$ "):
                 if command is not None:
                     done = subprocess.run(
-                        ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+                        ["bash", "-c", command],
+                        cwd=tmp_path,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        text=True,
+                        timeout=scaled(300),
                     )
                     assert done.returncode == 0, (command, done.stdout, done.stderr)
                     for expected in shown:

@@ -111,7 +111,7 @@ def test_a_literal_secret_in_mcp_json_stops_the_start_naming_it(i, write_config,
 
 
 def test_check_mcp_passes_for_the_installed_worker(i):
-    result = i("--runtime", "check", "mcp", timeout=scaled(240))
+    result = i("--runtime", "check", "mcp", timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 failed" in result.stdout
 

@@ -95,7 +95,7 @@ def test_pathological_search_and_glob_in_the_real_core_return_tool_errors_and_th
     ]
     with ScriptedModel([{"tool_calls": batch}, {"text": "all done"}]) as model:
         write_config(dirs, model.base_url)
-        result = i(env, "-C", str(project), "--yolo", "--session-name", "s", "search it", timeout=scaled(90))
+        result = i(env, "-C", str(project), "--yolo", "--session-name", "s", "search it", timeout=90)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "all done"
     contents = tool_contents(model.requests[1])

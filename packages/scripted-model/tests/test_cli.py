@@ -49,7 +49,10 @@ def test_the_command_line_refuses_a_bad_script(tmp_path: Path) -> None:
     script = tmp_path / "bad.json"
     script.write_text('[{"txet": 1}]')
     result = subprocess.run(
-        [sys.executable, "-m", "i_scripted", "--script", str(script)], capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "i_scripted", "--script", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=scaled(30),
     )
     assert result.returncode == 2
     assert "cannot load" in result.stderr and "unknown field(s) txet" in result.stderr

@@ -152,7 +152,10 @@ def test_explicit_config_flag(dirs: dict[str, str], tmp_path: Path, server: Serv
     proc = WorkerProcess.spawn([str(EXE), "--config", str(config)], env={"PATH": "/usr/bin:/bin"}, cwd=str(tmp_path))
     try:
         out = proc.call(
-            "tool", {"name": "web_fetch", "arguments": {"url": server.url("/x")}}, context={"paths": dirs}, timeout=15
+            "tool",
+            {"name": "web_fetch", "arguments": {"url": server.url("/x")}},
+            context={"paths": dirs},
+            timeout=scaled(15),
         )
         assert "flag ok" in out["output"]
     finally:
