@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -10,6 +11,7 @@ import time
 import orjson
 import pytest
 
+from i_core.piped import read_piped
 from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
@@ -153,3 +155,33 @@ def test_without_a_task_stdin_stays_one_request_per_line(configured, project) ->
         done = subprocess.run(i_argv(project), input=b"first\nsecond\n", capture_output=True, timeout=scaled(60))
     assert done.returncode == 0, done.stderr
     assert [r.body["messages"][-1]["content"] for r in model.requests] == ["first", "second"]
+
+
+# -- the reader itself, on real pipes in this process (the bounds made small) ------------------------
+
+
+def test_the_reader_stops_at_its_total_wait_when_the_pipe_stays_open() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b"some output\n")  # then the producer keeps the pipe open, silent
+        piped = read_piped(read_end, first_wait=5, max_wait=0.5)
+        assert piped is not None and piped.text == "some output\n" and piped.stopped and not piped.cut
+        assert "(stdin was still open after 60 s: the rest was not read)" in piped.note()
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_the_reader_attaches_nothing_when_nothing_comes_and_waits_no_longer() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        piped = read_piped(read_end, first_wait=0.2, max_wait=60)
+        assert piped is not None and piped.text is None and piped.silent
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_the_reader_never_reads_a_character_device() -> None:
+    with open(os.devnull, "rb") as null:
+        assert read_piped(null.fileno()) is None

@@ -599,8 +599,9 @@ def _piped_input(screen: Screen, *, quiet: bool) -> list[dict[str, Any]]:
     piped = read_piped(sys.stdin.fileno())
     if piped is None or (piped.text is None and not piped.silent and not piped.binary):
         return []
-    if not quiet or piped.cut or piped.binary:
-        screen.note(piped.note(), dim=not (piped.cut or piped.binary))
+    warn = piped.cut or piped.stopped or piped.binary
+    if not quiet or warn:
+        screen.note(piped.note(), dim=not warn)
     return [piped.part()] if piped.text is not None else []
 
 
