@@ -86,7 +86,7 @@ def test_a_crash_and_a_hang_are_tool_errors_within_the_deadline_and_the_next_cal
         "is_error": True,
     }
     assert env.call(worker, "tool", {"name": "mcp__fixture__echo", "arguments": {"text": "y"}})["output"] == "echo: y"
-    assert env.starts() == starts + 1  # the hung server was stopped; the next call started a fresh one
+    assert env.starts() == starts + 2  # the hang's server was stopped; the next call started a fresh one
 
 
 def test_a_server_that_cannot_start_is_named(env):

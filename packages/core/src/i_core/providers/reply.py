@@ -123,7 +123,7 @@ def included_cache(total: Any, details: Any) -> tuple[Any, Any]:
     if not isinstance(details, dict):
         return None, None
     read, written = details.get("cached_tokens"), details.get("cache_write_tokens")
-    known = [value for value in (read, written) if count(value) is not None]
+    known = [value for value in (count(read), count(written)) if value is not None]
     if count(total) is not None and sum(known) > total:
         return None, None
     return read, written
