@@ -114,10 +114,38 @@ def main() -> int:
             f"  turns: {sum(1 for m in messages if m['role'] == 'user' and '_context' not in m)}; "
             f"messages in session: {len(messages)}; tool calls: {len(calls)} ({', '.join(calls) or 'none'})"
         )
-        print(f"  compacted: {'yes' if compacted else 'no'}; usage anchor: {saved['meta'].get('usage_anchor')}")
+        anchor = anchor_words(saved["meta"].get("usage_anchor"))
+        print(f"  compacted: {'yes' if compacted else 'no'}; usage anchor: {anchor}")
         print(f"  session file: {session} (removed with the temporary folder)")
-    report = run([I_CMD, "--runtime", "cache-report", "-C", str(ROOT)])
-    return report.returncode
+    report = run([I_CMD, "--runtime", "cache-report", "-C", str(ROOT), "--json"], capture_output=True)
+    if report.returncode:
+        print(report.stderr, file=sys.stderr, end="")
+        return report.returncode
+    print(f"  {cache_words(json.loads(report.stdout))}")
+    return 0
+
+
+def anchor_words(anchor: Any) -> str:
+    """The usage anchor in words: what the model reported for the last request the budget anchors on."""
+    if not isinstance(anchor, dict) or not isinstance(anchor.get("input_tokens"), int):
+        return "none yet (no request reported its usage)"
+    words = f"{anchor['input_tokens']:,} input tokens"
+    if isinstance(anchor.get("output_tokens"), int):
+        words += f" and {anchor['output_tokens']:,} output tokens"
+    return words + " as the model reported them for the last request (the budget's measure of this conversation)"
+
+
+def cache_words(report: dict[str, Any]) -> str:
+    """The cache report in words: a verdict only once there is something to compare."""
+    requests = report.get("requests", 0)
+    if requests == 0:
+        return "cache: no request observed yet"
+    if requests == 1:
+        return "cache: 1 request, nothing to compare yet (a first request has nothing cached to read)"
+    ratio, target, met = report.get("observed_token_hit_ratio"), report["target_hit_ratio"], report["target_met"]
+    read = "no input observed" if ratio is None else f"{ratio:.0%} of input tokens read from the cache"
+    verdict = {True: "met", False: "not met"}.get(met, f"unknown: {report.get('target_met_null_reason')}")
+    return f"cache: {requests} requests in this project, {read} (target {target:.0%}: {verdict})"
 
 
 if __name__ == "__main__":

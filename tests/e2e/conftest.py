@@ -11,6 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
+from i_protocol.testing import scaled
+
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(Path(__file__).parent))  # long_task.py, shared with bench/long_session.py
 
@@ -56,7 +58,7 @@ def write_config(dirs: dict[str, Path]):
             "model": "scripted-1",
             "max_tokens": 256,
             "retries": 0,
-            "timeout": 30,
+            "timeout": scaled(30),
             "stream": False,
             "budget": {"context_window": 100000},
         }
@@ -82,6 +84,14 @@ def plugins(dirs: dict[str, Path]):
 @pytest.fixture
 def i(env: dict[str, str]):
     def run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(BIN / "i"), *args], env=env, capture_output=True, text=True, timeout=timeout)
+        """`i ARGS` with nothing on stdin (/dev/null: nothing is attached), under a scaled guard."""
+        return subprocess.run(
+            [str(BIN / "i"), *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=scaled(timeout),
+        )
 
     return run

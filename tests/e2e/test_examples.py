@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -147,7 +148,13 @@ def test_the_tutorial_runs_as_written(env, tmp_path):
             if line.startswith("$ "):
                 if command is not None:
                     done = subprocess.run(
-                        ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+                        ["bash", "-c", command],
+                        cwd=tmp_path,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        text=True,
+                        timeout=scaled(300),
                     )
                     assert done.returncode == 0, (command, done.stdout, done.stderr)
                     for expected in shown:

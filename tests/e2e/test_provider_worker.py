@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from i_protocol.testing import scaled
 from i_protocol.workspace import workspace_id_for, workspace_state_dir
 from i_scripted import ScriptedModel
 
@@ -85,7 +86,7 @@ def provider_config(dirs, base_url: str, **extra: Any) -> None:
         "base_url": base_url,
         "model": "qwen3:8b",
         "max_tokens": 256,
-        "timeout": 30,
+        "timeout": scaled(30),
         "budget": {"context_window": 8192},
         "provider": {"exec": [sys.executable, str(PROVIDER)]},
         **extra,
@@ -132,7 +133,7 @@ def test_a_provider_bound_session_never_uses_the_built_in_adapter(i, dirs, proje
         "sys.exit(worker.main())\n"
     )
     with ScriptedModel([{"text": "must not be asked"}]) as model:
-        config = {"protocol": "openai", "base_url": model.base_url, "model": "scripted-1", "timeout": 30}
+        config = {"protocol": "openai", "base_url": model.base_url, "model": "scripted-1", "timeout": scaled(30)}
         config["provider"] = {"exec": [sys.executable, str(failing)]}
         (dirs["config"] / "config.json").write_bytes(orjson.dumps(config))
         result = i("-C", str(project), "hello")

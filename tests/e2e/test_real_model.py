@@ -11,6 +11,8 @@ import os
 
 import pytest
 
+from i_protocol.testing import scaled
+
 pytestmark = pytest.mark.optional
 
 
@@ -21,7 +23,7 @@ def test_read_and_summarise_against_a_real_server(i, write_config, project):
         model=os.environ.get("I_TEST_OPENAI_MODEL", "gpt-4o-mini"),
         api_key_env=os.environ.get("I_TEST_OPENAI_KEY_ENV"),
         retries=2,
-        timeout=120,
+        timeout=scaled(120),
     )
     result = i("-C", str(project), "read README.md and summarise it in one sentence")
     assert result.returncode == 0, result.stderr

@@ -14,12 +14,13 @@ import orjson
 import pytest
 
 from i_core.modules import MODULES
+from i_protocol.testing import scaled
 
 
 @pytest.mark.parametrize(("module", "package"), [("memory", "i_memory"), ("web", "i_web")])
 def test_the_core_copy_matches_the_worker(module: str, package: str) -> None:
     printed = subprocess.run(
-        [sys.executable, "-m", package, "schemas"], capture_output=True, check=True, timeout=60
+        [sys.executable, "-m", package, "schemas"], capture_output=True, check=True, timeout=scaled(60)
     ).stdout
     declared = orjson.loads(printed)
     assert declared, f"{package} declares no tools"

@@ -8,6 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
+from i_protocol.testing import scaled
+
 HERE = Path(__file__).parent
 
 
@@ -70,6 +72,10 @@ def run_i(dirs):
     def run(*args: str, input: bytes | None = None, timeout: float = 60, env_extra: dict[str, str] | None = None):
         env = dict(os.environ)
         env.update(env_extra or {})
-        return subprocess.run([*i_command(), *args], input=input, capture_output=True, timeout=timeout, env=env)
+        # Without input, stdin is /dev/null: nothing is attached to a task (i_core.piped).
+        stdin = subprocess.DEVNULL if input is None else None
+        return subprocess.run(
+            [*i_command(), *args], input=input, stdin=stdin, capture_output=True, timeout=scaled(timeout), env=env
+        )
 
     return run

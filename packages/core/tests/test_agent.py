@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 HERE = Path(__file__).parent
@@ -37,7 +38,7 @@ def write_config(dirs, base_url: str, **extra) -> Path:
         "api_key_env": "TEST_MODEL_KEY",
         "max_tokens": 512,
         "retries": 3,
-        "timeout": 20,
+        "timeout": scaled(20),
         "stream": False,
         "budget": {"context_window": 100000},
     }
@@ -49,7 +50,13 @@ def write_config(dirs, base_url: str, **extra) -> Path:
 
 def i(env, *args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "i_core", *args], env=env, capture_output=True, text=True, input=input, timeout=timeout
+        [sys.executable, "-m", "i_core", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        input=input,
+        stdin=subprocess.DEVNULL if input is None else None,  # nothing attached to a task
+        timeout=scaled(timeout),
     )
 
 
@@ -76,7 +83,7 @@ def test_read_task_runs_the_read_tool_and_prints_the_answer(env, dirs, project):
     second = model.requests[1]
     assert "# demo project" in tool_messages(second)[0]["content"]
     assert second.headers.get("authorization") == "<redacted>"  # sent, but never recorded in clear
-    assert "1 tool call(s) (read)" in result.stderr
+    assert "1 tool call(s) asked, 1 run, 0 refused (read)" in result.stderr
 
 
 def test_session_name_twice_continues_the_conversation(env, dirs, project):

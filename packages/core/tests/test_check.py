@@ -20,6 +20,7 @@ from i_core.check.probe import CheckFailed, Run
 from i_core.check.suite import temporary_site
 from i_core.executables import find_script
 from i_protocol import CallError
+from i_protocol.testing import scaled
 
 HERE = Path(__file__).parent
 BAD = [sys.executable, str(HERE / "workers" / "bad_compactor.py")]
@@ -74,7 +75,7 @@ def test_a_broken_compactor_fails_the_check_that_names_it(dirs, mode, check, rea
 
 @installed("i-compact")
 def test_the_command_prints_a_table_and_exits_0_only_when_all_pass(dirs):
-    good = subprocess.run([*CORE, "--runtime", "check", "compact"], capture_output=True, text=True, timeout=300)
+    good = subprocess.run([*CORE, "--runtime", "check", "compact"], capture_output=True, text=True, timeout=scaled(300))
     assert good.returncode == 0, good.stdout + good.stderr
     assert "i-compact (installed" in good.stdout and "12 checks: 12 passed, 0 failed" in good.stdout
     assert good.stdout.count("  PASS  ") == 12
@@ -82,7 +83,7 @@ def test_the_command_prints_a_table_and_exits_0_only_when_all_pass(dirs):
         [*CORE, "--runtime", "check", "compact", "--json", "--exec", *BAD, "cut_in_batch"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
     )
     assert bad.returncode == 6, bad.stderr
     report = json.loads(bad.stdout)
@@ -99,13 +100,15 @@ def test_a_binding_is_what_gets_checked_by_default(dirs):
 
 
 def test_unknown_module_and_bad_exec_are_one_line_errors(dirs, tmp_path):
-    unknown = subprocess.run([*CORE, "--runtime", "check", "compat"], capture_output=True, text=True, timeout=60)
+    unknown = subprocess.run(
+        [*CORE, "--runtime", "check", "compat"], capture_output=True, text=True, timeout=scaled(60)
+    )
     assert unknown.returncode == 3 and "unknown module 'compat'; known modules: approval" in unknown.stderr
     missing = subprocess.run(
         [*CORE, "--runtime", "check", "compact", "--exec", str(tmp_path / "nope")],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert missing.returncode == 3 and "is not an executable file" in missing.stderr
 

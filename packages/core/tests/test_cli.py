@@ -9,6 +9,7 @@ import orjson
 
 from i_core.__about__ import __version__
 from i_protocol import PROTOCOL_VERSION
+from i_protocol.testing import scaled
 
 
 def test_version(run_i):
@@ -80,7 +81,7 @@ def test_two_core_processes_racing_get_the_same_workspace_id(dirs, project):
         )
         for _ in range(6)
     ]
-    ids = {orjson.loads(p.communicate(timeout=60)[0])["workspace_id"] for p in procs}
+    ids = {orjson.loads(p.communicate(timeout=scaled(60))[0])["workspace_id"] for p in procs}
     assert len(ids) == 1
     registry = orjson.loads((dirs["data"] / "workspaces.json").read_bytes())
     assert len(registry["workspaces"]) == 1

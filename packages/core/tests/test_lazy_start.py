@@ -23,6 +23,7 @@ from i_core.pool import worker_environment
 from i_core.runtime import Runtime
 from i_protocol import Worker, paths_from_env
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 
 GROUP = core_worker_argv("approval,prompts,skills")
 
@@ -126,7 +127,7 @@ def test_a_shared_process_that_cannot_be_served_is_a_usage_error(dirs, names, ar
         [sys.executable, "-m", "i_core", "--runtime", "worker", names, *args],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert done.returncode == 2 and message in done.stderr
 

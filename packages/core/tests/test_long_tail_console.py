@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 RECORDINGS = Path(__file__).parent / "recordings"
@@ -35,13 +36,15 @@ def run(env: dict[str, str], dirs: dict[str, Path], project: Path, base_url: str
         "api_key_env": "TEST_MODEL_KEY",
         "max_tokens": 512,
         "retries": 0,
-        "timeout": 20,
+        "timeout": scaled(20),
         "stream": False,
         **config,
     }
     (dirs["config"] / "config.json").write_bytes(orjson.dumps(settings))
     command = [sys.executable, "-m", "i_core", "-C", str(project), "--yolo", *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        command, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=scaled(120)
+    )
 
 
 @pytest.mark.parametrize("chunk", [None, 3])

@@ -16,6 +16,7 @@ from i_core.hooks import HookRunner
 from i_core.manifest import Exec, parse_manifest
 from i_core.pool import WorkerPool, worker_environment
 from i_protocol import paths_from_env
+from i_protocol.testing import scaled
 
 
 def spec(argv, cwd) -> Exec:
@@ -156,7 +157,7 @@ def test_stderr_flood_is_bounded_and_does_not_block(pool, faulty_exec, tmp_path)
     pool.deadline = 30.0
     assert pool.call(faulty, "before_turn", {"x": 1})["x"] == 1
     worker = pool.running()[0]
-    deadline = time.time() + 10
+    deadline = time.time() + scaled(10)
     while worker.stderr.total < 200 * 65536 and time.time() < deadline:
         time.sleep(0.05)
     assert worker.stderr.total == 200 * 65536
@@ -257,6 +258,6 @@ def test_ctrl_c_and_sigterm_clean_up_the_pool(dirs, chain_exec, tmp_path, projec
     assert worker_pid is not None
     time.sleep(0.5)
     proc.send_signal(sig)
-    proc.wait(timeout=20)
+    proc.wait(timeout=scaled(20))
     assert proc.returncode != 0
     assert wait_dead(worker_pid)

@@ -18,6 +18,7 @@ from i_core.manifest import parse_manifest
 from i_core.model import ModelClient
 from i_core.pool import WorkerPool
 from i_protocol import paths_from_env
+from i_protocol.testing import scaled
 
 HERE = Path(__file__).parent
 
@@ -78,7 +79,7 @@ def client(
     deadline: float = 15.0,
     **config: Any,
 ):
-    raw = {"protocol": "my-wire", "base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout": 5, **config}
+    raw = {"protocol": "my-wire", "base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout": scaled(5), **config}
     if provider_entry is not None:
         raw["provider"] = provider_entry
     api = parse_api_config(raw, str(tmp_path / "config.json"))
@@ -113,7 +114,7 @@ def test_one_provider_request_per_model_request_with_the_request_hooks(dirs, tmp
     }
     assert model.stream is False  # no streaming through a provider in this version
     [sent] = received()
-    assert sent["protocol"] == "my-wire" and sent["url"] == "http://127.0.0.1:9/v1" and sent["timeout"] == 5
+    assert sent["protocol"] == "my-wire" and sent["url"] == "http://127.0.0.1:9/v1" and sent["timeout"] == scaled(5)
     body = sent["body"]
     assert body["messages"] == history  # the history format, private fields kept
     assert body["max_tokens"] == 77 and body["seed"] == 1 and "stream" not in body
@@ -126,7 +127,7 @@ def test_one_provider_request_per_model_request_with_the_request_hooks(dirs, tmp
 
 def test_the_deadline_is_the_request_timeout_not_the_worker_deadline(dirs, tmp_path, provider):
     steps, _received, entry = provider
-    steps({**REPLY, "sleep": 2.0})  # twice the pool's 1 s hook deadline, well inside the 5 s timeout
+    steps({**REPLY, "sleep": 2.0})  # twice the pool's 1 s hook deadline, well inside the (scaled) 5 s timeout
     model, pool = client(tmp_path, entry, deadline=1.0)
     try:
         assert model.complete([{"role": "system", "content": "s"}], []).finish_reason == "stop"

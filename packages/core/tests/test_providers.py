@@ -344,6 +344,24 @@ USAGE_CASES = [
         {"input_tokens": 10, "output_tokens": 5},
         {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": None, "cache_creation_tokens": None},
     ),
+    (  # a compatible service's cache writes (OpenRouter, Bedrock): inside the total, creation, no hit
+        "openai",
+        {
+            "prompt_tokens": 500,
+            "completion_tokens": 7,
+            "prompt_tokens_details": {"cached_tokens": 100, "cache_write_tokens": 300},
+        },
+        {"input_tokens": 500, "output_tokens": 7, "cache_read_tokens": 100, "cache_creation_tokens": 300},
+    ),
+    (  # written + read beyond the total: the cache figures are unknown, never 0
+        "openai",
+        {
+            "prompt_tokens": 50,
+            "completion_tokens": 7,
+            "prompt_tokens_details": {"cached_tokens": 10, "cache_write_tokens": 43},
+        },
+        {"input_tokens": 50, "output_tokens": 7, "cache_read_tokens": None, "cache_creation_tokens": None},
+    ),
     ("openai", "omit", None),
     ("openai", {"prompt_tokens": -1, "completion_tokens": 7}, None),
     ("openai", {"prompt_tokens": 10, "completion_tokens": "7"}, None),

@@ -12,6 +12,7 @@ from i_core.errors import ConfigError, ContextTooLong
 from i_core.manifest import parse_manifest
 from i_core.providers import ProviderError, ResponsesAdapter, exchange, require_protocol_modules
 from i_core.transport import Transport
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 SYSTEM = {"role": "system", "content": "be brief"}
@@ -39,7 +40,7 @@ def ask(model: ScriptedModel, history: list[dict[str, Any]], *, stream: bool) ->
         return after_response({"protocol": "responses", "response": response}, None)  # type: ignore[arg-type]
 
     wire = before_request({"protocol": "responses", "body": body_for(history, stream=stream)}, None)["body"]  # type: ignore[arg-type]
-    transport = Transport(timeout=10, retries=0)
+    transport = Transport(timeout=scaled(10), retries=0)
     try:
         reply = exchange(
             adapter, transport, adapter.url(model.base_url), wire, adapter.headers("k"),
@@ -224,6 +225,26 @@ def test_a_refusal_is_the_answer_marked_as_one() -> None:
     reply = ResponsesAdapter().parse_response(history_reply(response))
     assert reply.message["content"] == "Well.\n\nI cannot help." and reply.meta == {"refusal": True}
     assert reply.usage == {"input_tokens": 9, "output_tokens": 4, "cache_read_tokens": 8, "cache_creation_tokens": None}
+
+
+def test_cache_write_tokens_are_cache_creation_inside_the_input() -> None:
+    def usage_of(details: dict[str, int]) -> object:
+        response = {
+            "status": "completed",
+            "output": [{"type": "message", "content": [{"type": "output_text", "text": "ok"}]}],
+            "usage": {"input_tokens": 4100, "output_tokens": 4, "input_tokens_details": details},
+        }
+        return ResponsesAdapter().parse_response(history_reply(response)).usage
+
+    written = usage_of({"cached_tokens": 0, "cache_write_tokens": 4012})  # OpenRouter's figure as recorded
+    assert written == {"input_tokens": 4100, "output_tokens": 4, "cache_read_tokens": 0, "cache_creation_tokens": 4012}
+    too_many = usage_of({"cached_tokens": 100, "cache_write_tokens": 4012})
+    assert too_many == {
+        "input_tokens": 4100,
+        "output_tokens": 4,
+        "cache_read_tokens": None,
+        "cache_creation_tokens": None,
+    }
 
 
 # -- the manifest ----------------------------------------------------------------------------------

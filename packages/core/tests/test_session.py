@@ -12,6 +12,7 @@ import pytest
 from i_core.errors import SessionError
 from i_core.session import dumps_safe, open_session, session_path_for_name
 from i_protocol.jsonsafe import loads_safe
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 WID = "f29127b0-f512-4c6e-9e31-87d476d168ce"
@@ -69,7 +70,7 @@ def test_console_on_a_tty(dirs, project, tmp_path):
 
         def read_until(marker: bytes, timeout: float = 30) -> None:
             nonlocal output
-            deadline = time.time() + timeout
+            deadline = time.time() + scaled(timeout)
             while marker not in output and time.time() < deadline:
                 ready, _, _ = select.select([fd], [], [], 0.2)
                 if ready:
@@ -111,6 +112,29 @@ def test_a_failed_save_is_a_session_error_and_keeps_the_last_checkpoint(tmp_path
     assert session.messages == first  # what is in memory is what is on disk
     session.close()
     assert loads_safe((tmp_path / "s.json").read_bytes())["messages"] == first
+
+
+def test_a_session_removes_its_lock_file_when_it_lets_go(tmp_path):
+    session = open_session(tmp_path / "s.json", "/w", WID)
+    assert (tmp_path / "s.json.lock").exists()
+    session.write([{"role": "system", "content": "sys"}])
+    session.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]
+    open_session(tmp_path / "s.json", "/w", WID).close()  # free again, and again nothing is left
+
+
+def test_the_project_session_folder_is_ignored_by_git_from_its_creation(tmp_path):
+    project = tmp_path / "project"
+    (project / ".i" / "skills").mkdir(parents=True)  # .i itself stays the project's: its skills
+    open_session(session_path_for_name(str(project), "work"), str(project), WID).close()
+    assert (project / ".i" / "sessions" / ".gitignore").read_text() == "*\n"
+    assert not (project / ".i" / ".gitignore").exists()
+    (project / ".i" / "sessions" / ".gitignore").unlink()  # the user's choice, once the folder exists
+    open_session(session_path_for_name(str(project), "more"), str(project), WID).close()
+    assert not (project / ".i" / "sessions" / ".gitignore").exists()
+    elsewhere = tmp_path / "state" / "sessions" / "x.json"  # a session outside the project: not its folder
+    open_session(elsewhere, str(project), WID).close()
+    assert not (elsewhere.parent / ".gitignore").exists()
 
 
 def test_a_private_session_is_locked_at_its_first_save_and_a_named_one_at_open(tmp_path):

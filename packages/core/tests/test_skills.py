@@ -26,6 +26,7 @@ from i_core.bundled.skills import (
 )
 from i_protocol import ErrorFrame
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 
 
 def write_skill(
@@ -526,7 +527,7 @@ def test_e2e_no_workspace_means_no_default_roots(spawn, workspace: Path) -> None
 def test_e2e_version_and_help() -> None:
     import subprocess
 
-    run = subprocess.run([*worker_argv(), "--version"], capture_output=True, text=True, timeout=30)
+    run = subprocess.run([*worker_argv(), "--version"], capture_output=True, text=True, timeout=scaled(30))
     assert run.returncode == 0 and run.stdout.startswith("i-core skills ")
-    run = subprocess.run([*worker_argv(), "--help"], capture_output=True, text=True, timeout=30)
+    run = subprocess.run([*worker_argv(), "--help"], capture_output=True, text=True, timeout=scaled(30))
     assert "skill_load" in run.stdout and "skill_read" in run.stdout and "before_turn" in run.stdout

@@ -16,6 +16,7 @@ from i_core.hook_results import CHECKS
 from i_core.manifest import Manifest
 from i_core.selection import with_steering
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 
 STEERING = [sys.executable, "-m", "i_core", "--runtime", "worker", "steering"]
 
@@ -77,7 +78,7 @@ def test_delivery_is_at_least_once_and_deduplicated_by_id(steering, tmp_path):
 
 
 def test_the_worker_needs_its_queue_argument():
-    done = subprocess.run(STEERING, capture_output=True, timeout=30)
+    done = subprocess.run(STEERING, capture_output=True, timeout=scaled(30))
     assert done.returncode == 2 and b"--queue PATH" in done.stderr
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from i_core.tools import ToolContext, ToolError, execute, prepare
+from i_protocol.testing import scaled
 
 
 def shell(ctx: ToolContext, command: str, **extra: object):
@@ -57,7 +58,7 @@ def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
 
 
 def test_background_child_holding_the_pipe_does_not_hang(tmp_path: Path) -> None:
-    result = shell(ToolContext(tmp_path), "sleep 30 & echo quick", timeout=60)
+    result = shell(ToolContext(tmp_path), "sleep 30 & echo quick", timeout=scaled(60))
     assert result.output == "quick\n[exit code 0]"
 
 

@@ -12,6 +12,7 @@ import pytest
 from i_core.errors import ModelError
 from i_core.providers import exchange, get_adapter
 from i_core.transport import MAX_BODY_BYTES, StreamResult, Transport, TransportError
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 OK = {"text": "fine"}
@@ -125,6 +126,18 @@ def test_connection_refused_is_retried_then_reported() -> None:
             f"http://127.0.0.1:{port}/v1/chat/completions", BODY, HEADERS, stream=False, on_retry=rec.on_retry
         )
     assert [n for n, _ in rec.retries] == [1, 2]
+
+
+def test_a_connection_error_names_the_endpoint_but_never_its_userinfo_or_query() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://user:s3cret@127.0.0.1:{port}/v1/chat/completions?key=sk-abc123"
+    with Transport(retries=0) as transport, pytest.raises(TransportError) as caught:
+        transport.post(url, BODY, HEADERS, stream=False, on_retry=lambda *_: None)
+    message = str(caught.value)
+    assert f"model request to http://127.0.0.1:{port}/v1/chat/completions connection failed" in message
+    assert "s3cret" not in message and "user" not in message and "sk-abc123" not in message and "key=" not in message
 
 
 def test_a_redirect_is_never_followed() -> None:
@@ -346,5 +359,5 @@ def test_warm_up_imports_httpx_without_its_command_line_client() -> None:
         "assert 'httpcore' in sys.modules and 'httpx' in sys.modules\n"
         "assert sys.modules.get('httpx._main') is None and 'click' not in sys.modules, sorted(sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(60))
     assert done.returncode == 0, done.stderr

@@ -13,6 +13,7 @@ import pytest
 from i_core import versions
 from i_core.__about__ import __version__
 from i_protocol import PROTOCOL_VERSION
+from i_protocol.testing import scaled
 
 CORE = [sys.executable, "-m", "i_core"]
 
@@ -60,7 +61,7 @@ def test_a_bound_worker_is_asked_for_its_version(dirs, tmp_path):
     )
     assert found["budget"].status == "bound" and found["budget"].version is None
     assert "answered 'hello'" in (found["budget"].problem or "")
-    result = subprocess.run([*CORE, "--runtime", "versions"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([*CORE, "--runtime", "versions"], capture_output=True, text=True, timeout=scaled(60))
     assert result.returncode == 6  # a selected module whose version cannot be read
 
 
@@ -86,7 +87,9 @@ def test_version_lines(line, parsed):
 
 def test_the_command_prints_json_and_a_table(dirs):
     memory = installed("i_memory")
-    result = subprocess.run([*CORE, "--runtime", "versions", "--json"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [*CORE, "--runtime", "versions", "--json"], capture_output=True, text=True, timeout=scaled(60)
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["core"] == {
@@ -97,7 +100,7 @@ def test_the_command_prints_json_and_a_table(dirs):
     }
     by_module = {m["module"]: m for m in document["modules"]}
     assert by_module["memory"]["version"] == memory
-    table = subprocess.run([*CORE, "--runtime", "versions"], capture_output=True, text=True, timeout=60)
+    table = subprocess.run([*CORE, "--runtime", "versions"], capture_output=True, text=True, timeout=scaled(60))
     assert table.returncode == 0
     assert any(line.split()[:3] == ["cache", "yes", "installed"] for line in table.stdout.splitlines())
 

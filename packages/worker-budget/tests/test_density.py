@@ -45,6 +45,7 @@ from i_budget.estimate import REQUEST_OVERHEAD_TOKENS
 from i_budget.observations import MAX_ENTRIES, MAX_FILE_BYTES, FileStore, MemoryStore, entry_key
 from i_protocol import ErrorFrame, WorkerError
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 
 WORKSPACE_ID = "f29127b0-f512-4c6e-9e31-87d476d168ce"
 ORIGIN = "http://127.0.0.1:8080"
@@ -901,7 +902,7 @@ def spawn(exe: str, dirs: dict[str, str], cwd: Path) -> WorkerProcess:
 def process_call(worker: WorkerProcess, dirs: dict[str, str]) -> Call:
     def call(data: dict[str, Any]) -> dict[str, Any]:
         context = {"paths": dirs, "workspace_id": WORKSPACE_ID}
-        return worker.call("context_budget", data, context=context, timeout=30)["budget_result"]
+        return worker.call("context_budget", data, context=context, timeout=scaled(30))["budget_result"]
 
     return call
 
@@ -940,7 +941,7 @@ def test_a_worker_process_without_a_workspace_learns_in_memory(exe, dirs, tmp_pa
     try:
 
         def call(data: dict[str, Any]) -> dict[str, Any]:
-            return worker.call("context_budget", data, context={"paths": dirs}, timeout=30)["budget_result"]
+            return worker.call("context_budget", data, context={"paths": dirs}, timeout=scaled(30))["budget_result"]
 
         session = Session(call, "prose").run(2)
         _ratio, result = session.ratio(session.candidate())

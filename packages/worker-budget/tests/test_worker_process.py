@@ -12,6 +12,7 @@ import pytest
 
 from i_protocol import ErrorFrame
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 
 WORKSPACE_ID = "f29127b0-f512-4c6e-9e31-87d476d168ce"
 
@@ -26,7 +27,7 @@ def proc(exe: str, dirs: dict[str, str], tmp_path: Path):
 
 
 def call(worker: WorkerProcess, dirs: dict[str, str], data: dict[str, Any], **context: Any) -> dict[str, Any]:
-    return worker.call("context_budget", data, context={"paths": dirs, **context}, timeout=15)
+    return worker.call("context_budget", data, context={"paths": dirs, **context}, timeout=scaled(15))
 
 
 def test_version_names_distribution_and_protocol(exe: str):
@@ -78,7 +79,9 @@ def test_the_serve_loop_survives_bad_requests(exe: str, dirs, build, tmp_path):
     ]
     stdin = b"".join(orjson.dumps(frame) + b"\n" for frame in frames)
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONUTF8": "1"}
-    done = subprocess.run([exe], input=stdin, capture_output=True, env=env, cwd=tmp_path, timeout=30, check=True)
+    done = subprocess.run(
+        [exe], input=stdin, capture_output=True, env=env, cwd=tmp_path, timeout=scaled(30), check=True
+    )
     replies = [orjson.loads(line) for line in done.stdout.splitlines()]
     assert [reply["id"] for reply in replies] == [1, 2, 3]
     assert "history must be a list" in replies[0]["error"]

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 from i_protocol.workspace import workspace_id_for, workspace_state_dir
 
 EXE = Path(sys.executable).parent / "i-cache"
@@ -57,7 +58,7 @@ class Env:
         return worker
 
     def call(self, worker: WorkerProcess, event: str, data: dict[str, Any]) -> dict[str, Any]:
-        return worker.call(event, data, context=self.context, timeout=15)
+        return worker.call(event, data, context=self.context, timeout=scaled(15))
 
     def state_dir(self) -> Path:
         return workspace_state_dir(workspace_id_for(self.project, self.data_dir), self.data_dir)
@@ -75,7 +76,7 @@ class Env:
             cwd=str(self.root),
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=scaled(30),
         )
 
     def report_json(self, *args: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 
 from .conftest import EXE, Env, chat_body, request_data
 
@@ -34,7 +35,7 @@ def drive(env: Env, workers: list[WorkerProcess], updates: int = UPDATES) -> Non
 
     def run(worker: WorkerProcess, index: int) -> None:
         try:
-            barrier.wait(timeout=60)
+            barrier.wait(timeout=scaled(60))
             for round_ in range(updates // 2):
                 data = request_data(chat_body(round_ % 7, system=f"writer {index}"))
                 meta = env.call(worker, "before_request", data)["request_meta"]
@@ -49,7 +50,7 @@ def drive(env: Env, workers: list[WorkerProcess], updates: int = UPDATES) -> Non
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=300)
+        thread.join(timeout=scaled(300))
     assert not failures, failures
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from i_protocol.testing import scaled
+
 from .conftest import Env, chat_body, request_data
 
 PROCESSES = 8
@@ -18,7 +20,7 @@ def test_eight_processes_share_one_stats_file_without_lost_counts(env: Env) -> N
     def drive(index: int) -> None:
         worker = workers[index]
         try:
-            barrier.wait(timeout=30)
+            barrier.wait(timeout=scaled(30))
             for round_ in range(ROUNDS):
                 meta = env.call(worker, "before_request", request_data(chat_body(round_)))["request_meta"]
                 env.call(worker, "request_retry", {"request_meta": meta, "attempt": 2, "reason": "503"})
@@ -33,7 +35,7 @@ def test_eight_processes_share_one_stats_file_without_lost_counts(env: Env) -> N
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=scaled(120))
     assert not failures, failures
     totals = env.stats()["totals"]
     n = PROCESSES * ROUNDS

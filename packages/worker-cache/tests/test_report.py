@@ -60,6 +60,17 @@ def test_ratio_follows_each_provider_rule(env: Env) -> None:
     assert report["totals"]["pending"] == 0
 
 
+def test_the_report_counts_the_requests_its_verdict_stands_on(env: Env) -> None:
+    assert env.report_json()["requests"] == 0
+    w = env.spawn()
+    exchange(env, w, "openai", chat_body(1), OPENAI)
+    one = env.report_json()
+    assert one["requests"] == 1 and one["target_met"] is False  # seed 001 §8: known usage, nothing pending
+    env.call(w, "after_response", {"protocol": "openai", "response": OPENAI, "request_meta": {}})  # unprepared
+    exchange(env, w, "openai", chat_body(2), OPENAI)
+    assert env.report_json()["requests"] == 3
+
+
 def test_target_met_true_with_a_lower_target_from_explicit_config(env: Env, tmp_path: Any) -> None:
     w = env.spawn()
     exchange(env, w, "openai", chat_body(1), OPENAI)
@@ -97,7 +108,7 @@ def test_human_table_is_the_default(env: Env) -> None:
     done = env.report()
     assert done.returncode == 0, done.stderr
     assert "observed token hit ratio: 90.00%" in done.stdout
-    assert "target 99.00%: NOT met" in done.stdout
+    assert "target 99.00%: NOT met over 1 request" in done.stdout
     assert "protocol openai" in done.stdout
     assert not done.stdout.lstrip().startswith("{")
 

@@ -88,3 +88,48 @@ def test_anthropic_parser_never_invents_counts(usage: dict[str, Any]) -> None:
     assert found.input_tokens == sum(int(usage[k]) for k in usage)
     assert found.cache_read_tokens == int(usage["cache_read_input_tokens"])
     assert all(not isinstance(v, bool) and v >= 0 for v in usage.values())
+
+
+# OpenRouter's and Bedrock's Responses figures as recorded (4,012 and 43 tokens written).
+@pytest.mark.parametrize(
+    ("protocol", "usage", "expected"),
+    [
+        (
+            "responses",
+            {"input_tokens": 4100, "output_tokens": 9, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 4012}},
+            Usage(4100, 0, 4012),
+        ),
+        (
+            "responses",
+            {"input_tokens": 60, "output_tokens": 2, "input_tokens_details": {"cached_tokens": 10, "cache_write_tokens": 43}},
+            Usage(60, 10, 43),
+        ),
+        (
+            "openai",
+            {"prompt_tokens": 500, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 100, "cache_write_tokens": 300}},
+            Usage(500, 100, 300),
+        ),
+        (
+            "openai",
+            {"prompt_tokens": 500, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 100, "cache_write_tokens": None}},
+            Usage(500, 100, 0),
+        ),
+    ],
+)  # fmt: skip
+def test_cache_write_tokens_are_creation_inside_the_total_and_no_hit(
+    protocol: str, usage: Any, expected: Usage
+) -> None:
+    assert read_usage(protocol, {"usage": usage}) == expected
+
+
+@pytest.mark.parametrize(
+    ("protocol", "usage"),
+    [
+        ("responses", {"input_tokens": 50, "input_tokens_details": {"cached_tokens": 10, "cache_write_tokens": 43}}),
+        ("openai", {"prompt_tokens": 50, "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 51}}),
+    ],
+)
+def test_cache_writes_and_reads_beyond_the_total_are_inconsistent(protocol: str, usage: Any) -> None:
+    with pytest.raises(UnknownUsage) as caught:
+        read_usage(protocol, {"usage": usage})
+    assert caught.value.reason == "inconsistent"

@@ -20,6 +20,7 @@ from i_compact.local_summary import local_summary
 from i_compact.state_record import parse_record, record_text, render
 from i_compact.transcript import analyse
 from i_compact.worker import worker
+from i_protocol.testing import scaled
 
 PROSE = (
     "The budget worker estimates the context before each request, and in 2024 the v2 planner "
@@ -153,7 +154,7 @@ def test_scanning_is_linear_on_adversarial_runs() -> None:
     for text in texts:
         start = time.perf_counter()
         find(text)
-        assert time.perf_counter() - start < 1.0, text[:8]
+        assert time.perf_counter() - start < scaled(1.0), text[:8]  # a guard against quadratic time, not a timing
 
 
 # -- secrets ------------------------------------------------------------------------------------

@@ -289,3 +289,24 @@ def test_local_mode_accepts_a_prefix_under_1000_characters(dirs: dict[str, str])
     record = parse_record(prepared["summary"])
     assert record is not None and "Never push to main." not in record.constraints  # (it is lower case)
     assert "never push to main" in (record_text(prepared["summary"]) or "")
+
+
+NOTE = {
+    "type": "text",
+    "text": "[the user interrupted the previous turn after 1 tool call (shell); their results are above, ...]",
+    "_interrupted": True,
+}
+
+
+def test_the_cores_interruption_note_is_never_the_latest_request() -> None:
+    messages = [
+        user("Fix the parser in src/parser.py."),
+        assistant("", [("s1", "shell", '{"command":"make test"}')]),
+        tool("s1", "2 failed"),
+        {"role": "user", "content": [NOTE, {"type": "text", "text": "Stop; only fix test_parse."}]},
+    ]
+    ledger = ledger_of(messages)
+    assert ledger.request == "Stop; only fix test_parse."
+    assert "interrupted" not in render(ledger, 4000)
+    summary = local_summary(messages, analyse(messages, facts_only=True), max_chars=4000, images="keep")
+    assert "interrupted the previous turn" not in summary and "Stop; only fix test_parse." in summary

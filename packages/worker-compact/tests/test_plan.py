@@ -8,7 +8,7 @@ from builders import assistant, summary, system, tool, user
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from i_compact.history import boundaries
+from i_compact.history import boundaries, is_real_user
 from i_compact.plan import choose_cut, is_valid_cut
 
 
@@ -139,3 +139,11 @@ def test_any_history_gives_a_valid_cut_or_none(history: list[dict[str, Any]], ke
     assert is_valid_cut(history, cut)
     # something other than old summaries is summarised
     assert any("<continuation_summary>" not in str(m.get("content")) for m in history[1:cut])
+
+
+def test_a_message_that_holds_only_the_interruption_note_is_no_user_anchor() -> None:
+    note = {"type": "text", "text": "[the user interrupted the previous turn after ...]", "_interrupted": True}
+    history = [system(), user("task 1"), assistant("a"), *batch(1), {"role": "user", "content": [note]}]
+    assert is_real_user(history, 1) and not is_real_user(history, 5)
+    history[5] = {"role": "user", "content": [note, {"type": "text", "text": "go on, but skip the tests"}]}
+    assert is_real_user(history, 5)

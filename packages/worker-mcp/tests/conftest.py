@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 
 EXE = Path(sys.executable).parent / "i-mcp"
 SERVER = Path(__file__).parent / "fixture_server.py"
@@ -52,7 +53,7 @@ class Env:
 
     def call(self, worker: WorkerProcess, event: str, data: dict[str, Any]) -> dict[str, Any]:
         context = {"workspace": str(self.workspace), "workspace_id": WORKSPACE_ID, "paths": self.paths}
-        return worker.call(event, data, context=context, timeout=15)
+        return worker.call(event, data, context=context, timeout=scaled(15))
 
 
 @pytest.fixture

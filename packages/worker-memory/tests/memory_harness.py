@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 
 EXE = Path(sys.executable).parent / "i-memory"
 WORKSPACE_ID = "f29127b0-f512-4c6e-9e31-87d476d168ce"
@@ -62,7 +63,7 @@ def frame(worker: WorkerProcess, env: Env, event: str, data: dict[str, Any], **c
 
     request_id = next(_raw_ids)
     message = {"id": request_id, "event": event, **env.context(**context), "data": data}
-    response = orjson.loads(worker.call_frame(orjson.dumps(message) + b"\n", timeout=15))
+    response = orjson.loads(worker.call_frame(orjson.dumps(message) + b"\n", timeout=scaled(15)))
     assert response["id"] == request_id
     return response
 

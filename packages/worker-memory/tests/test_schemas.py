@@ -12,6 +12,7 @@ from memory_harness import EXE
 from i_memory.__about__ import __version__
 from i_memory.schemas import TOOLS
 from i_memory.worker import worker
+from i_protocol.testing import scaled
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -34,14 +35,14 @@ def test_each_schema_is_a_valid_manifest_entry() -> None:
 
 
 def test_cli_prints_the_same_json() -> None:
-    done = subprocess.run([str(EXE), "schemas"], capture_output=True, check=True, timeout=30)
+    done = subprocess.run([str(EXE), "schemas"], capture_output=True, check=True, timeout=scaled(30))
     assert orjson.loads(done.stdout) == TOOLS
-    refused = subprocess.run([str(EXE), "schemas", "extra"], capture_output=True, timeout=30)
+    refused = subprocess.run([str(EXE), "schemas", "extra"], capture_output=True, timeout=scaled(30))
     assert refused.returncode == 2 and b"takes no arguments" in refused.stderr
 
 
 def test_version_names_the_distribution_and_protocol() -> None:
-    done = subprocess.run([str(EXE), "--version"], capture_output=True, check=True, timeout=30)
+    done = subprocess.run([str(EXE), "--version"], capture_output=True, check=True, timeout=scaled(30))
     assert done.stdout.decode().startswith(f"i-worker-memory {__version__} (i-protocol ")
 
 

@@ -14,6 +14,7 @@ from loopback import Server, send
 
 from i_protocol import ErrorFrame
 from i_protocol.host import WorkerProcess
+from i_protocol.testing import scaled
 from i_web.__about__ import __version__
 from i_web.schemas import TOOLS
 
@@ -43,7 +44,7 @@ def worker(dirs: dict[str, str], tmp_path: Path) -> Iterator[WorkerProcess]:
 
 def call(worker: WorkerProcess, dirs: dict[str, str], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     data = {"name": name, "arguments": arguments}
-    return worker.call("tool", data, context={"workspace": "/project", "paths": dirs}, timeout=15)
+    return worker.call("tool", data, context={"workspace": "/project", "paths": dirs}, timeout=scaled(15))
 
 
 def serve_lines(dirs: dict[str, str], tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -58,7 +59,7 @@ def serve_lines(dirs: dict[str, str], tmp_path: Path, calls: list[tuple[str, dic
         capture_output=True,
         text=True,
         env=worker_env(dirs, tmp_path),
-        timeout=30,
+        timeout=scaled(30),
         check=True,
     )
     return [json.loads(line) for line in done.stdout.splitlines()]
@@ -151,7 +152,10 @@ def test_explicit_config_flag(dirs: dict[str, str], tmp_path: Path, server: Serv
     proc = WorkerProcess.spawn([str(EXE), "--config", str(config)], env={"PATH": "/usr/bin:/bin"}, cwd=str(tmp_path))
     try:
         out = proc.call(
-            "tool", {"name": "web_fetch", "arguments": {"url": server.url("/x")}}, context={"paths": dirs}, timeout=15
+            "tool",
+            {"name": "web_fetch", "arguments": {"url": server.url("/x")}},
+            context={"paths": dirs},
+            timeout=scaled(15),
         )
         assert "flag ok" in out["output"]
     finally:

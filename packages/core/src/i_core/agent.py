@@ -8,7 +8,7 @@ answer), so a failed turn leaves the last complete checkpoint on disk.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,7 +27,7 @@ from .model import ModelClient
 from .runtime import Runtime
 from .session import Session
 from .snapshot import context_updates
-from .tool_calls import ToolPipeline
+from .tool_calls import ToolCallCounts, ToolPipeline
 
 MAX_AGENT_STEPS = 200
 
@@ -61,7 +61,8 @@ class RunStats:
 
     turns: int = 0
     model_requests: int = 0
-    tools_used: list[str] = field(default_factory=list)
+    tools: ToolCallCounts = field(default_factory=ToolCallCounts)
+    """The tool calls asked for, run and refused, each in call order."""
     compactions: int = 0
     compact_attempts: int = 0
     last_compaction: str = ""
@@ -71,10 +72,25 @@ class RunStats:
     """Requests the model server refused as too long (each recovered once, or the turn failed)."""
     last_budget: dict[str, Any] | None = None
 
-    @property
-    def tool_calls(self) -> int:
-        """Tool calls run (or refused) so far."""
-        return len(self.tools_used)
+
+INTERRUPTED = "interrupted"
+"""The session meta key that says the last checkpoint holds part of a turn the user cancelled."""
+
+
+def interruption_note(record: object) -> list[dict[str, Any]]:
+    """The marked part that opens the next user message after a cancelled turn (none without one).
+
+    Marked ``_interrupted: true``: compactors never take it as the user's request or a cut anchor.
+    """
+    if not isinstance(record, dict):
+        return []
+    names = [name for name in record.get("tool_calls", []) if isinstance(name, str)]
+    done = f"{len(names)} tool call{'s' if len(names) != 1 else ''} ({', '.join(names)})" if names else "its tool calls"
+    text = (
+        f"[the user interrupted the previous turn after {done}; their results are above, nothing after "
+        "them ran and that turn has no answer. The user's next message follows.]"
+    )
+    return [{"type": "text", "text": text, "_interrupted": True}]
 
 
 class Agent:
@@ -104,7 +120,7 @@ class Agent:
             self.budget,
             yolo=options.yolo,
             progress=options.progress,
-            used=self.stats.tools_used,
+            counts=self.stats.tools,
         )
 
     # -- session ------------------------------------------------------------------------
@@ -137,17 +153,41 @@ class Agent:
 
     # -- a task ---------------------------------------------------------------------------
 
-    def run(self, text: str | None) -> str:
+    def run(self, text: str | None, *, attached: Sequence[dict[str, Any]] = ()) -> str:
         """Run one user request to its final answer; returns the answer text.
 
         ``None``: a turn with no input of its own, started from what ``before_turn`` appends (the
-        console's queued steering input); nothing is sent when it appends nothing.
+        console's queued steering input); nothing is sent when it appends nothing. ``attached``:
+        text parts that go before the user's words (piped stdin), after the interruption note when
+        the last checkpoint holds part of a turn the user cancelled.
         """
         content: Any = text
         if text is not None:
             content = self.hooks.checked("user_input", {"content": text})
+            lead = [*interruption_note(self.session.meta.pop(INTERRUPTED, None)), *attached]
+            if lead:
+                words = content if isinstance(content, list) else [{"type": "text", "text": content}]
+                content = [*lead, *words]
         working = [*self.history, {"role": "user", "content": content}] if text is not None else list(self.history)
         self.stats.turns += 1
+        ran: list[str] = []  # the tools of this turn's checkpointed batches
+        try:
+            return self._turn(text, working, ran)
+        except KeyboardInterrupt:
+            if ran:
+                self._record_interruption(ran)
+            raise
+
+    def _record_interruption(self, ran: list[str]) -> None:
+        """After Ctrl-C, when the last checkpoint holds part of the cancelled turn: say so in the
+        session's meta (its messages rewritten unchanged), for the next user message's note."""
+        self.session.meta[INTERRUPTED] = {"tool_calls": ran}
+        try:
+            self.session.write(list(self.session.messages))
+        except (CoreError, OSError):
+            pass  # in memory only: the console's next message still carries the note
+
+    def _turn(self, text: str | None, working: list[dict[str, Any]], ran: list[str]) -> str:
         for step in range(self.options.max_steps):
             working = self._before_turn(working)
             if text is None and step == 0 and not any("_steering" in m for m in working[len(self.history) :]):
@@ -175,6 +215,7 @@ class Agent:
             working = [*working, message, *self.tools.run_batch([*working, message], calls)]
             self.checkpoint(working)  # validated there, before anything is written or kept
             self.history = working
+            ran.extend(call["function"]["name"] for call in calls)
         raise ModelError(f"stopped after {self.options.max_steps} model requests without a final answer")
 
     def _on_text(self, text: str) -> None:

@@ -65,7 +65,9 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(for_terminal(f"{'created' if created else 'kept   '} {path}"))
     if result.context_note is not None:
         print(for_terminal(result.context_note))
-    return 0
+    for line in result.unchanged:  # asked for, not done: the edit is the user's to make
+        print(for_terminal(f"i: {line}"), file=sys.stderr)
+    return EXIT_CONFIG if result.unchanged else 0
 
 
 def cmd_manifest(args: argparse.Namespace) -> int:

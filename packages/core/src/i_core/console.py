@@ -1,5 +1,5 @@
-"""The `i` console: ``i "task"`` runs one task; ``i`` on a TTY is a line console; without a TTY,
-each line of stdin is one request in the same session.
+"""The `i` console: ``i "task"`` runs one task (piped stdin attached, ``i_core.piped``); ``i`` on a
+TTY is a line console; without a TTY, each line of stdin is one request in the same session.
 
 Exit codes: 0 done, 1 internal error (a bug), 2 usage, 3 configuration, session or a file the run
 needs, 4 model/API, 5 budget exhausted, 6 worker failure, 130 interrupted, 143 terminated (see
@@ -13,9 +13,9 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import ConfigError, CoreError
 from .redaction import Redactor
@@ -491,6 +491,7 @@ def run_console(argv: list[str], redactor: Redactor | None = None) -> int:
         from .transport import warm_up
 
         warm_up()
+        attached = _piped_input(screen, quiet=args.quiet) if args.task else []
         from .agent import Agent, AgentOptions
         from .session import open_session
 
@@ -523,7 +524,7 @@ def run_console(argv: list[str], redactor: Redactor | None = None) -> int:
             if args.continue_ and not args.quiet:
                 screen.note(f"[i] continuing {session.path} ({len(session.messages)} messages)", dim=True)
             if args.task:
-                answer = _one(agent, " ".join(args.task), screen, show=not args.json)
+                answer = _one(agent, " ".join(args.task), screen, show=not args.json, attached=attached)
             elif interactive:
                 assert reader is not None
                 _console(agent, screen, reader, meter)
@@ -606,7 +607,8 @@ def _print_json_result(
         "exit": 0,
         "error": None,
         "usage": {"requests": meter.requests, **meter.total, "last": agent.model.last_usage},
-        "tool_calls": list(agent.stats.tools_used),
+        "tool_calls": list(agent.stats.tools.asked),
+        "tool_call_counts": agent.stats.tools.as_json(),
         "compactions": agent.stats.compactions,
         "compact_attempts": agent.stats.compact_attempts,
         "budget": agent.stats.last_budget,
@@ -658,14 +660,29 @@ def _stop_interrupted(exc: BaseException) -> None:
         tb = tb.tb_next
 
 
-def _one(agent: object, text: str | None, screen: Screen, *, show: bool = True) -> str:
+def _piped_input(screen: Screen, *, quiet: bool) -> list[dict[str, Any]]:
+    """The text part of piped stdin for the task (``i_core.piped``), said on stderr; [] without one."""
+    from .piped import read_piped
+
+    piped = read_piped(sys.stdin.fileno())
+    if piped is None or (piped.text is None and not piped.silent and not piped.binary):
+        return []
+    warn = piped.cut or piped.stopped or piped.binary
+    if not quiet or warn:
+        screen.note(piped.note(), dim=not warn)
+    return [piped.part()] if piped.text is not None else []
+
+
+def _one(
+    agent: object, text: str | None, screen: Screen, *, show: bool = True, attached: Sequence[dict[str, Any]] = ()
+) -> str:
     from .agent import Agent
 
     assert isinstance(agent, Agent)
     out = agent.options.out
     if isinstance(out, _AnswerStream):
         out.begin_turn()
-    answer = agent.run(text)
+    answer = agent.run(text, attached=attached)
     if show and not agent.model.stream:
         screen.write(answer)
     screen.end_answer()
@@ -832,14 +849,23 @@ def status_line(agent: object) -> str:
     return "[i] " + " · ".join(parts)
 
 
+def tool_call_summary(tools: object) -> str:
+    """``3 tool call(s) asked, 1 run, 2 refused (write, read)``: the tools in the order first called."""
+    from .tool_calls import ToolCallCounts
+
+    assert isinstance(tools, ToolCallCounts)
+    counts = tools.as_json()
+    names = ", ".join(dict.fromkeys(tools.asked)) or "none"
+    return f"{counts['asked']} tool call(s) asked, {counts['run']} run, {counts['refused']} refused ({names})"
+
+
 def _summary(agent: object, path: Path, screen: Screen) -> None:
     from .agent import Agent
 
     assert isinstance(agent, Agent)
     stats = agent.stats
-    tools = ", ".join(sorted(set(stats.tools_used))) or "none"
     line = (
-        f"[i] {stats.model_requests} model request(s), {stats.tool_calls} tool call(s) ({tools}), "
+        f"[i] {stats.model_requests} model request(s), {tool_call_summary(stats.tools)}, "
         f"{stats.compactions} compaction(s) of {stats.compact_attempts} attempt(s)"
     )
     if stats.last_failure:

@@ -12,7 +12,7 @@ import copy
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -66,6 +66,9 @@ class InitResult:
 
     files: list[tuple[Path, bool]]
     context_note: str | None  # None when config.json already existed (nothing was asked)
+    unchanged: list[str] = field(default_factory=list)
+    """When config.json existed and ``--base-url`` / ``--model`` asked for another value: one line
+    per field saying the file was not changed and the edit to make."""
 
 
 def default_config(base_url: str | None = None, model: str | None = None) -> dict[str, Any]:
@@ -106,11 +109,14 @@ def run_init(
     remove_stale_temporaries(config_dir, targets=DEFAULT_FILES)
     files = []
     note = None
+    unchanged: list[str] = []
     for name, content in DEFAULT_FILES.items():
         path = config_dir / name
         if name == "config.json":
             if path.exists():
                 files.append((path, False))
+                asked = {"base_url": config["base_url"] if base_url else None, "model": model}
+                unchanged = _not_applied(path, {key: value for key, value in asked.items() if value is not None})
                 continue
             env = os.environ if environ is None else environ
             key_env = config.get("api_key_env")
@@ -127,7 +133,29 @@ def run_init(
                 note = _note(found, path)
             continue
         files.append((path, _create_exclusive(path, _dumps(content))))
-    return InitResult(files=files, context_note=note)
+    return InitResult(files=files, context_note=note, unchanged=unchanged)
+
+
+def _not_applied(path: Path, asked: dict[str, str]) -> list[str]:
+    """The lines for each asked value the existing ``path`` does not have (never rewritten)."""
+    if not asked:
+        return []
+    try:
+        current = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        current = None
+    if not isinstance(current, dict):
+        current = {}
+    lines = []
+    for key, wanted in asked.items():
+        if current.get(key) == wanted:
+            continue
+        now = f"it is {orjson.dumps(current[key]).decode()}" if key in current else "it has none"
+        lines.append(
+            f"{path} exists and was not changed (init never overwrites a file; {now}): "
+            f"set {orjson.dumps(key).decode()}: {orjson.dumps(wanted).decode()} in it"
+        )
+    return lines
 
 
 def initialise(config_dir: Path, **options: Any) -> list[tuple[Path, bool]]:

@@ -6,12 +6,16 @@ checkpoint. Text that cannot be encoded as strict UTF-8 (lone surrogates from a 
 kept losslessly through JSON ``\\u`` escapes instead of failing the save.
 
 One writer at a time: ``<session>.json.lock`` is held (``i_protocol.files.acquire_lock``: ``flock``
-on Unix, filelock's ``FileLock`` elsewhere) while the session is open. The lock file stays after the run: the
-lock is the kernel's lock on that file's inode, and unlinking a lock file another process may
-already have opened lets it lock the deleted inode while a third process creates and locks a new
-one — two writers (filelock keeps Unix lock files for this reason: tox-dev/filelock#574). The one
-exception is a *private* session, a fresh path this run made up and told nobody: it is locked only
-at its first save, so a run that saves nothing leaves nothing behind.
+on Unix, filelock's ``FileLock`` elsewhere) while the session is open. Where ``flock`` is used, the
+holder unlinks the lock file just before releasing it (``remove_on_release``): a waiter that had
+opened it checks, once it holds the lock, that the file is still the one at the path, and locks the
+new one otherwise, so no two writers. filelock does not check (tox-dev/filelock#574), so on its
+fallback the lock file stays. A *private* session, a fresh path this run made up and told nobody,
+is locked only at its first save, so a run that saves nothing leaves nothing behind.
+
+The project's session folder (``<project>/.i/sessions``) gets a ``.gitignore`` of ``*`` when this
+module creates it: sessions are local state, never the project's content (``.i`` itself is not
+ignored: ``.i/skills`` holds the project's skills).
 
 Opening a session removes stale atomic-write temporaries in its folder (see
 ``jsonfile.remove_stale_temporaries``): this session's own at once, since its lock is held; other
@@ -49,7 +53,12 @@ def session_path_for_name(workspace: str, name: str) -> Path:
             f"session name {name!r} is invalid: use 1-64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
-    return Path(workspace) / ".i" / "sessions" / f"{name}.json"
+    return project_sessions(workspace) / f"{name}.json"
+
+
+def project_sessions(workspace: str) -> Path:
+    """``<workspace>/.i/sessions``: the project's session folder (``--session-name``)."""
+    return Path(workspace).absolute() / ".i" / "sessions"
 
 
 @dataclass
@@ -106,7 +115,7 @@ class Session:
             raise SessionError(f"{target}: cannot {what}: {os_problem(exc)}; the file on disk is unchanged") from None
 
     def close(self) -> None:
-        """Release the session lock (its file stays: see the module docstring)."""
+        """Release the session lock (its holder removes its file where ``flock`` is used)."""
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -119,8 +128,11 @@ def open_session(path: Path, workspace: str, workspace_id: str, *, private: bool
     locked at its first save instead, so a run that never saves leaves no lock file behind.
     """
     path = path.expanduser().absolute()
+    created = not path.parent.is_dir()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if created and path.parent == project_sessions(workspace):
+            (path.parent / ".gitignore").write_text("*\n", encoding="utf-8")
     except OSError as exc:
         raise SessionError(f"{path}: cannot create the session's folder: {os_problem(exc)}") from None
     private = private and not os.path.lexists(path)
@@ -151,7 +163,7 @@ def _own_targets(path: Path) -> set[str]:
 def _lock(path: Path) -> Any:
     """The acquired lock of the session at ``path`` (``<path>.lock``), or a SessionError."""
     try:
-        return acquire_lock(path, timeout=0)
+        return acquire_lock(path, timeout=0, remove_on_release=True)
     except LockTimeout:
         raise SessionError(f"{path}: the session is in use by another i process") from None
     except OSError as exc:
@@ -211,7 +223,7 @@ class SessionInfo:
 
 def session_folders(workspace: str, state_dir: Path) -> list[Path]:
     """Where a project's sessions live: ``<project>/.i/sessions`` (named) and the state folder (default)."""
-    return [Path(workspace) / ".i" / "sessions", Path(state_dir) / "sessions"]
+    return [project_sessions(workspace), Path(state_dir) / "sessions"]
 
 
 def session_files(folders: list[Path]) -> list[Path]:

@@ -33,6 +33,26 @@ class CallResult:
 
 
 @dataclass
+class ToolCallCounts:
+    """The tool calls of a run, each list in call order: the one definition the summary, ``--json``
+    and every report read.
+
+    ``asked``: every call the model asked for. ``run``: the calls that ran (a tool was executed,
+    whatever its result). ``refused``: the calls the approval gate refused (denied, declined, or no
+    one to ask). The rest of ``asked`` never reached the gate: bad arguments, an unknown tool, a
+    ``before_tool`` failure.
+    """
+
+    asked: list[str] = field(default_factory=list)
+    run: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, int]:
+        """``{"asked", "run", "refused"}`` counts."""
+        return {"asked": len(self.asked), "run": len(self.run), "refused": len(self.refused)}
+
+
+@dataclass
 class ToolPipeline:
     """Runs tool-call batches with what they need: hooks, tools, the gate, the budget."""
 
@@ -45,8 +65,8 @@ class ToolPipeline:
     budget: Budget
     yolo: bool = False
     progress: Callable[[str], None] = lambda _message: None
-    used: list[str] = field(default_factory=list)
-    """Names of the tools called, in order (for the run's summary)."""
+    counts: ToolCallCounts = field(default_factory=ToolCallCounts)
+    """The run's tool calls, asked / run / refused (for the run's summary)."""
 
     def run_batch(self, working: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The messages that answer ``calls``: one tool result per call, then any image message.
@@ -93,7 +113,7 @@ class ToolPipeline:
     def run_call(self, call: dict[str, Any]) -> CallResult:
         """One tool call to its result; every failure becomes a tool error for the model."""
         name = call["function"]["name"]
-        self.used.append(name)
+        self.counts.asked.append(name)
         try:
             return self._after(call, *self._run(call))
         except (ToolError, WorkerFailure) as exc:
@@ -119,7 +139,9 @@ class ToolPipeline:
         default = "allow" if (builtin and name in FREE_TOOLS) or self.yolo else "ask"
         refusal = self.gate.decide(name, arguments, not builtin, default, summary, prepared)
         if refusal is not None:
+            self.counts.refused.append(name)
             return name, CallResult(refusal, is_error=True)
+        self.counts.run.append(name)
         self.progress(f"running {name}")
         if prepared is not None:
             done = execute(prepared, self.context)

@@ -114,6 +114,20 @@ class _Clock:
         self.last = time.monotonic()
 
 
+def endpoint(url: str) -> str:
+    """``scheme://host:port/path`` of a URL, for messages: never its userinfo or query (a key can sit there)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "<invalid URL>"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"  # IPv6
+    port = port or {"http": 80, "https": 443}.get(parts.scheme)
+    return f"{parts.scheme}://{host}{f':{port}' if port else ''}{parts.path}"
+
+
 class _Exchange:
     """One HTTP POST run on a daemon thread; the caller takes its parts from a queue with a deadline.
 
@@ -363,7 +377,9 @@ class Transport:
             raise _Transient("timed out", TransportError(str(expired))) from None
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "connection failed"
-            error = TransportError(f"model request {kind}: {type(exc).__name__}: {exc or 'no detail'}")
+            error = TransportError(
+                f"model request to {endpoint(url)} {kind}: {type(exc).__name__}: {exc or 'no detail'}"
+            )
             if delivered:
                 # Text already went to the user; a retry would repeat it, so the stream fails here.
                 raise TransportError(f"model stream broke after {delivered} events: {type(exc).__name__}") from None

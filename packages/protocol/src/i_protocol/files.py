@@ -12,7 +12,10 @@ copies, so a file is read, locked and replaced the same way everywhere.
   while the caller re-reads the file and replaces it atomically
   (``i_protocol.atomic``); a lock not acquired in time is a ``LockTimeout`` naming the file and
   the seconds. ``acquire_lock`` is the same lock for a caller that holds it longer (a session).
-  Lock files stay after use: unlinking one another process has open would let two writers in.
+  Lock files stay after use, unless the holder asks (``remove_on_release``): it then unlinks its
+  own lock file just before it lets go. That is safe only because every waiter here checks, once it
+  has the ``flock``, that the file it locked is still the one at the path (else it locks the new
+  one); filelock does not check, so the fallback never unlinks.
 - **Stamps** (``file_stamp``): a file's path, size, modification time and inode, or ``None``
   values when it does not exist: what a ``tools_list`` answer's ``depends_on`` lists, so that the
   core can keep the answer until one of those files changes.
@@ -113,11 +116,13 @@ class HeldLock(Protocol):
     def release(self) -> None: ...
 
 
-def acquire_lock(path: StrPath, *, timeout: float) -> HeldLock:
+def acquire_lock(path: StrPath, *, timeout: float, remove_on_release: bool = False) -> HeldLock:
     """Acquire ``<path>.lock`` (creating its folder) within ``timeout`` seconds; the caller releases it.
 
     ``timeout=0`` tries once. ``LockTimeout`` names the file and the seconds; an ``OSError`` (a
-    folder that cannot be created or written) passes through.
+    folder that cannot be created or written) passes through. ``remove_on_release``: the holder
+    unlinks the lock file just before releasing it, where ``flock`` is used (never on the filelock
+    fallback), so nothing is left behind.
     """
     target = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
@@ -145,7 +150,7 @@ def acquire_lock(path: StrPath, *, timeout: float) -> HeldLock:
                     raise _timed_out(target, timeout)
                 time.sleep(min(LOCK_POLL_S, left))
             if _same_file(fd, lock_path):
-                return _Flock(fd)
+                return _Flock(fd, lock_path if remove_on_release else None)
         except BaseException:
             os.close(fd)
             raise
@@ -165,15 +170,23 @@ def _same_file(fd: int, path: str) -> bool:
 class _Flock:
     """An acquired ``flock`` on an open lock file; closing the descriptor would release it too."""
 
-    __slots__ = ("_fd",)
+    __slots__ = ("_fd", "_remove")
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, remove: str | None = None) -> None:
         self._fd = fd
+        self._remove = remove
 
     def release(self) -> None:
         fd, self._fd = self._fd, -1
-        if fd >= 0:
-            os.close(fd)  # closing the only descriptor of the open file releases its flock
+        if fd < 0:
+            return
+        if self._remove is not None and _same_file(fd, self._remove):
+            # Still held: a waiter that opened this inode finds it gone once it gets the flock.
+            try:
+                os.unlink(self._remove)
+            except OSError:
+                pass  # left behind, as without remove_on_release
+        os.close(fd)  # closing the only descriptor of the open file releases its flock
 
     def __del__(self) -> None:
         self.release()

@@ -1,14 +1,61 @@
-"""Checks a package's own tests run against it, so every package tests its contracts the same way.
+"""What every package's tests share, so every package tests its contracts the same way.
 
-Public API, versioned with the protocol: ``drawn_parents`` and ``error_module_problems``.
+Public API, versioned with the protocol: ``drawn_parents`` and ``error_module_problems`` (the rule
+for a package's exceptions module); ``time_scale``, ``scaled`` and ``wait_until`` (tests that do
+not depend on the machine being idle).
+
+A test's timeouts — a limit it passes to the code under test so that the limit must *not* fire,
+or a guard on a subprocess — are multiplied by ``I_TEST_TIME_SCALE`` (default 4), so a loaded
+machine (both cores busy) slows a test down instead of failing it. The product's own limits are
+never scaled, and no test asserts how long something took: timings belong in ``bench/``.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import time
+from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["drawn_parents", "error_module_problems"]
+__all__ = ["drawn_parents", "error_module_problems", "scaled", "time_scale", "wait_until"]
+
+TIME_SCALE_ENV = "I_TEST_TIME_SCALE"
+DEFAULT_TIME_SCALE = 4.0
+
+
+def time_scale() -> float:
+    """``I_TEST_TIME_SCALE`` as a positive number (default 4); anything else is an error."""
+    raw = os.environ.get(TIME_SCALE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TIME_SCALE
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = 0.0
+    if not scale > 0 or scale == float("inf"):
+        raise ValueError(f"{TIME_SCALE_ENV} must be a positive number, not {raw!r}")
+    return scale
+
+
+def scaled(seconds: float) -> float:
+    """``seconds`` times the test time scale: a timeout a test passes to the code under test."""
+    return seconds * time_scale()
+
+
+def wait_until(condition: Callable[[], object], timeout: float, *, interval: float = 0.02) -> bool:
+    """Poll ``condition`` until it is true or ``scaled(timeout)`` seconds passed; its last verdict.
+
+    The wait of a test that waits for something to happen, instead of sleeping a fixed time.
+    """
+    deadline = time.monotonic() + scaled(timeout)
+    while True:
+        if condition():
+            return True
+        if time.monotonic() >= deadline:
+            return bool(condition())
+        time.sleep(interval)
+
 
 _NODE = re.compile(r"^( *)[*+-] ([A-Za-z_][\w.]*)", re.M)
 

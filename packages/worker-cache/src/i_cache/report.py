@@ -54,6 +54,15 @@ def target_verdict(totals: dict[str, Any], target: float) -> tuple[bool | None, 
     return ratio >= target, None
 
 
+def requests_observed(totals: dict[str, Any]) -> int:
+    """Model responses observed (prepared or not): how much a hit ratio stands on.
+
+    ``target_met`` stays as seed 001 §8 defines it whatever this count is; a reader says how many
+    requests a verdict covers (one request has nothing cached to read yet).
+    """
+    return int(totals["observed"]) + int(totals["unprepared_observed"])
+
+
 def build_report(
     doc: dict[str, Any] | None,
     settings: CacheSettings,
@@ -84,6 +93,7 @@ def build_report(
         "observed_token_hit_ratio": totals["observed_token_hit_ratio"],
         "target_met": met,
         "target_met_null_reason": why,
+        "requests": requests_observed(totals),
         "totals": totals,
         "by_classification": by_class,
         "by_protocol": {name: _block(counter) for name, counter in sorted(source["by_protocol"].items())},
@@ -110,7 +120,8 @@ def render_table(report: dict[str, Any]) -> str:
         f"observed token hit ratio: {_pct(report['observed_token_hit_ratio'])}"
         f"  (cache-read {totals['cache_read_tokens']} / input {totals['input_tokens']} tokens)",
         f"target {_pct(report['target_hit_ratio'])}: {verdict}"
-        + (f" ({report['target_met_null_reason']})" if met is None else ""),
+        + (f" ({report['target_met_null_reason']})" if met is None else "")
+        + f" over {report['requests']} request{'' if report['requests'] == 1 else 's'}",
         f"prepared {totals['prepared']} (+{totals['retries']} retries), observed {totals['observed']}, "
         f"known usage {totals['known_usage']}, unknown usage {totals['unknown_usage']}, pending {totals['pending']}",
         "",

@@ -2,7 +2,10 @@
 
 Provider rules:
 - OpenAI chat and Responses: ``cached_tokens`` is already inside the total input
-  (``prompt_tokens`` / ``input_tokens``).
+  (``prompt_tokens`` / ``input_tokens``). Where a compatible service also reports
+  ``cache_write_tokens`` in the same details object (OpenRouter, Bedrock), those are inside the
+  total too: cache creation, never added to the total, never a hit; written + cached beyond the
+  total is inconsistent.
 - Anthropic: ``input_tokens`` + ``cache_read_input_tokens`` + ``cache_creation_input_tokens``
   is the total input; creation is written to the cache, not read from it, so it is no hit.
 - DeepSeek: ``prompt_cache_hit_tokens`` + ``prompt_cache_miss_tokens`` is the total input.
@@ -96,7 +99,14 @@ def _included(usage: dict[str, Any], total_key: str, details_key: str) -> Usage:
     cached = _count(details, "cached_tokens", f"usage.{details_key}")
     if cached > total:
         raise UnknownUsage("inconsistent", f"cached_tokens {cached} exceed {total_key} {total}")
-    return Usage(total, cached, 0)
+    written = 0  # absent (or null): the service does not report writes, as OpenAI's own does not
+    if details.get("cache_write_tokens") is not None:
+        written = _count(details, "cache_write_tokens", f"usage.{details_key}")
+    if written + cached > total:
+        raise UnknownUsage(
+            "inconsistent", f"cache_write_tokens {written} + cached_tokens {cached} exceed {total_key} {total}"
+        )
+    return Usage(total, cached, written)
 
 
 def _anthropic(usage: dict[str, Any]) -> Usage:

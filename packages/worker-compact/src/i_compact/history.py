@@ -37,14 +37,24 @@ def boundaries(history: list[dict[str, Any]]) -> list[bool]:
 
 
 def is_real_user(history: list[dict[str, Any]], index: int) -> bool:
-    """A user turn typed by a person: not a summary, not a tool image attachment."""
+    """A user turn typed by a person: not a summary, not a tool image attachment, not only the
+    core's note that the user interrupted the turn before."""
     message = history[index]
     return (
         message.get("role") == "user"
         and not is_summary(message)
         and not is_attachment(history, index)
-        and bool(text_of(message).strip() or has_images(message))
+        and bool(request_text(message).strip() or has_images(message))
     )
+
+
+def request_text(message: dict[str, Any]) -> str:
+    """The text of a user message without the core's ``_interrupted`` note: never the request."""
+    content = message.get("content")
+    if isinstance(content, list) and any(isinstance(part, dict) and part.get("_interrupted") for part in content):
+        kept = [part for part in content if not (isinstance(part, dict) and part.get("_interrupted"))]
+        message = {**message, "content": kept}
+    return text_of(message)
 
 
 def approx_size(message: dict[str, Any]) -> int:

@@ -35,6 +35,7 @@ from i_protocol.history import is_attachment, is_summary, text_of
 from i_protocol.secrets import GATE_WORDS, contains_secret
 
 from . import identifiers
+from .history import request_text
 from .redact import redact
 from .reduction import FIELD_ID_MAX, is_id_key
 from .textsafe import scrub
@@ -215,7 +216,7 @@ def _newest(texts: list[str], budget: int) -> list[str]:
 
 
 def _user(message: dict[str, Any], ledger: Ledger, pieces: list[str]) -> None:
-    raw = text_of(message)
+    raw = request_text(message)  # the core's interruption note is never the request
     if not raw.strip():
         return
     text = quote(raw)

@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 from i_protocol.history import is_summary, text_of
 
 from . import ledger as facts
+from .history import request_text
 from .redact import redact, secret_references
 from .reduction import Reduction, strip_payloads
 from .state_record import find_record, render
@@ -126,7 +127,7 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
                 1 for p in content if isinstance(p, dict) and p.get("type") in ("image_url", "image", "input_image")
             )
         if role == "user" and not is_summary(message) and "_context" not in message:
-            text = _clean(text_of(message))
+            text = _clean(request_text(message))
             if text:
                 users.append(text)
             found[_SECRET_REFS] += [f"{ref} in a user message" for ref in secret_references(text)[:5]]

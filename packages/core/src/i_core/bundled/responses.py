@@ -29,7 +29,7 @@ from i_protocol import Request, Worker, WorkerError
 from i_protocol.history import text_of
 
 from ..__about__ import __version__
-from ..providers.reply import joined_runs
+from ..providers.reply import included_cache, joined_runs
 
 worker = Worker("responses", __version__, dist_name="i-core responses")
 
@@ -214,16 +214,15 @@ def _call(item: dict[str, Any], index: int) -> dict[str, Any]:
 
 
 def _usage(usage: Any) -> dict[str, Any] | None:
-    """Responses usage in the internal shape: ``cached_tokens`` are inside ``input_tokens``."""
+    """Responses usage in the internal shape: cached and written tokens are inside ``input_tokens``."""
     if not isinstance(usage, dict):
         return None
-    details = usage.get("input_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    read, written = included_cache(usage.get("input_tokens"), usage.get("input_tokens_details"))
     return {
         "input_tokens": usage.get("input_tokens"),
         "output_tokens": usage.get("output_tokens"),
-        "cache_read_tokens": cached,
-        "cache_creation_tokens": None,
+        "cache_read_tokens": read,
+        "cache_creation_tokens": written,
     }
 
 

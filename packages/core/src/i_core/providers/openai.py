@@ -15,6 +15,7 @@ from .reply import (
     block_break,
     chat_tools,
     error_message,
+    included_cache,
     joined_runs,
     merge_extra_body,
     normalized_usage,
@@ -63,7 +64,7 @@ class OpenAIAdapter:
         return merge_extra_body(body, extra_body)
 
     def _messages(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [{key: message[key] for key in _WIRE_FIELDS if key in message} for message in history]
+        return [_wire_message(message) for message in history]
 
     def parse_response(self, body: dict[str, Any]) -> ModelReply:
         """The internal assistant message of a complete chat.completion body.
@@ -116,10 +117,9 @@ class OpenAIAdapter:
         )
 
     def usage(self, usage: dict[str, Any]) -> dict[str, int | None] | None:
-        """Internal usage: prompt tokens already include the cached ones."""
-        details = usage.get("prompt_tokens_details")
-        cached = details.get("cached_tokens") if isinstance(details, dict) else None
-        return normalized_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), cached, None)
+        """Internal usage: prompt tokens already include the cached and the written ones."""
+        read, written = included_cache(usage.get("prompt_tokens"), usage.get("prompt_tokens_details"))
+        return normalized_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), read, written)
 
     def stream_parser(self, on_text: Callable[[str], None]) -> _ChatStream:
         """An incremental parser of chat.completion.chunk events."""
@@ -167,6 +167,17 @@ class DeepSeekAdapter(OpenAIAdapter):
             details = usage.get("prompt_tokens_details")
             hit = details.get("cached_tokens") if isinstance(details, dict) else None
         return normalized_usage(prompt, usage.get("completion_tokens"), hit, None)
+
+
+def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A history message as Chat Completions takes it: no ``_`` fields, on the message or a part."""
+    wire = {key: message[key] for key in _WIRE_FIELDS if key in message}
+    content = wire.get("content")
+    if isinstance(content, list) and any(isinstance(p, dict) and any(k[:1] == "_" for k in p) for p in content):
+        wire["content"] = [
+            {k: v for k, v in part.items() if k[:1] != "_"} if isinstance(part, dict) else part for part in content
+        ]
+    return wire
 
 
 def _user_turns(history: list[dict[str, Any]]) -> list[tuple[int, int]]:

@@ -113,6 +113,22 @@ def normalized_usage(
     return {"input_tokens": total_in, "output_tokens": total_out, **cached}
 
 
+def included_cache(total: Any, details: Any) -> tuple[Any, Any]:
+    """(cache read, cache creation) of a usage whose details count both inside ``total``.
+
+    OpenAI's ``cached_tokens`` and, where a compatible service reports it (OpenRouter, Bedrock),
+    ``cache_write_tokens``: both are part of the input, never added to it. Written + read beyond
+    the total is inconsistent: both unknown (None), never 0.
+    """
+    if not isinstance(details, dict):
+        return None, None
+    read, written = details.get("cached_tokens"), details.get("cache_write_tokens")
+    known = [value for value in (count(read), count(written)) if value is not None]
+    if count(total) is not None and sum(known) > total:
+        return None, None
+    return read, written
+
+
 def merge_extra_body(body: dict[str, Any], extra_body: dict[str, Any] | None) -> dict[str, Any]:
     """``body`` with ``extra_body`` merged last; refuses to override a reserved control field."""
     if not extra_body:
