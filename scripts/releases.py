@@ -283,7 +283,8 @@ def _with_entry(text: str, version: str, commit: str, tree: str, summary: str) -
         insert = marks[1].start() if len(marks) > 1 else len(text)
     else:
         insert = marks[0].start() if marks else len(text)
-    body = f"### Changed\n\n- {summary}\n" + (f"\n{notes}\n" if notes else "")
+    # Notes written under [Unreleased] keep their own headings; the summary leads them.
+    body = f"{summary}\n\n{notes}\n" if notes else f"### Changed\n\n- {summary}\n"
     section = f"## [{version}] - {today}\n\nBuild: commit {commit} tree {tree}\n\n{body}\n"
     return text[:insert] + section + text[insert:]
 

@@ -90,6 +90,8 @@ def test_a_source_change_without_a_new_version_fails_the_check(clone):
 
 
 def test_the_release_helper_records_the_bump_commit_and_its_tree(clone):
+    changelog = clone / "packages" / "worker-web" / "CHANGELOG.md"
+    changelog.write_text(changelog.read_text().replace("## [Unreleased]\n", "## [Unreleased]\n\n- a note\n", 1))
     module = clone / "packages" / "worker-web" / "src" / "i_web" / "errors.py"
     module.write_text(module.read_text() + "\n# a change\n")
     git(clone, "commit", "-qam", "web: a change")
@@ -104,8 +106,10 @@ def test_the_release_helper_records_the_bump_commit_and_its_tree(clone):
     text = (clone / "packages" / "worker-web" / "CHANGELOG.md").read_text()
     tree = git(clone, "rev-parse", "HEAD:packages/worker-web/src")
     assert tree == git(clone, "rev-parse", f"{commit}:packages/worker-web/src")
-    newest = text.split("\n## [")[2]  # after [Unreleased]
+    unreleased, newest = text.split("\n## [")[1:3]
     assert newest.startswith(f"{new}] - ") and f"Build: commit {commit} tree {tree}" in newest
+    # The [Unreleased] notes moved into the entry.
+    assert "a change" in newest and "- a note" in newest and unreleased.strip() == "Unreleased]"
     assert f"| i-worker-web | {new} |" in (clone / "docs" / "compatibility.md").read_text()
 
 
