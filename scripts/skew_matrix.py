@@ -451,13 +451,26 @@ def other_build_env(protocol: Build) -> Callable[[], Path]:
     return make
 
 
-def other_build_of_current_protocol() -> Build | None:
-    """A build git log shows for the current i-protocol version other than its released one."""
-    current = head_build("protocol")
+def other_build_of_fitting_protocol(needs: str) -> Build | None:
+    """A build git log shows for an i-protocol version in ``needs`` other than the build its
+    changelog records (the newest such version, its first other build): pip takes it, the version
+    check passes."""
     released = {b.version: b.tree for b in changelog_builds("protocol")}
-    for version, tree, commit in releases.history("protocol"):
-        if version == current.version and tree != released.get(version):
-            return Build("protocol", version, commit, tree)
+    found = [
+        Build("protocol", version, commit, tree)
+        for version, tree, commit in releases.history("protocol")
+        if _fits(version, needs) and version in released and tree != released[version]
+    ]
+    newest = max((b.version for b in found), key=releases.version_key, default=None)
+    return next((b for b in found if b.version == newest), None)  # its first other build
+
+
+def too_old_protocol(needs: str) -> Build | None:
+    """The newest i-protocol release outside ``needs`` (below its range)."""
+    floors = [clause.strip()[2:] for clause in needs.split(",") if clause.strip().startswith(">=")]
+    for build in changelog_builds("protocol"):
+        if floors and _fits(build.version, f"<{floors[0]}"):
+            return build
     return None
 
 
@@ -529,7 +542,8 @@ def rows(pins: list[str]) -> list[Row]:
             xfail=NEEDS_HANDSHAKE + " (compaction fails not_reducing; versions already says too old)",
         )
     )
-    older_protocol = previous_build("protocol")
+    needs = _needs_at(core_now)
+    older_protocol = too_old_protocol(needs)
     if older_protocol is not None:
         found.append(
             Row(
@@ -537,7 +551,7 @@ def rows(pins: list[str]) -> list[Row]:
                 stop_row(mixed_pip_env(older_protocol), f"but i-protocol {older_protocol.version} is installed"),
             )
         )
-    other = other_build_of_current_protocol()
+    other = other_build_of_fitting_protocol(needs)
     if other is not None:
         found.append(
             Row(
