@@ -283,7 +283,8 @@ class Session:
             raise Failed(f"i {' '.join(args[:3])}: a traceback: {done.stderr.strip().splitlines()[-1]}")
         if check and done.returncode != 0:
             line = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
-            raise Failed(f"i {' '.join(a for a in args if len(a) < 40)[:60]}: exit {done.returncode}: {line[0][:300]}")
+            shown = " ".join(a for a in args if len(a) < 40 and not a.startswith("/"))[:60]
+            raise Failed(f"i {shown}: exit {done.returncode}: {line[0][:300]}")
         return done
 
     def run(self, extra_check: Callable[[Session, Any], None] | None = None) -> str:
@@ -340,7 +341,7 @@ class Session:
             raise Failed(f"i --runtime versions exit {versions.returncode}: {verdicts}")
         writer = session["meta"].get("written_by")
         shutil.rmtree(self.tmp, ignore_errors=True)
-        return f"turns, memory, MCP tool, compaction, resume, cache report; {verdicts}" + (
+        return f"turns, memory, MCP, compaction, resume, cache report; {verdicts}" + (
             f"; written_by {writer['version']}" if isinstance(writer, dict) else ""
         )
 
@@ -356,12 +357,14 @@ def _verdicts(text: str) -> str:
     except (ValueError, KeyError):
         return "versions: unreadable"
     # An older core's versions has no verdict: its version column then.
-    judged = [
-        f"{r['module']} {r.get('verdict') or r.get('version') or r.get('problem')}"
+    judged = {
+        r["module"]: r.get("verdict") or r.get("version") or r.get("problem")
         for r in rows
         if r["selected"] and r["status"] != "bundled"
-    ]
-    return "verdicts: " + ", ".join(judged)
+    }
+    if all(v == "ok" for v in judged.values()):
+        return f"versions: {len(judged)} modules ok"
+    return "versions: " + ", ".join(f"{m} {v}" for m, v in judged.items())
 
 
 def session_row(core: Build, workers: dict[str, Build], **kwargs: Any) -> Callable[[], str]:
@@ -417,7 +420,8 @@ def stop_row(make_env: Callable[[], Path], expect: str) -> Callable[[], str]:
             if model.requests:
                 raise Failed(f"{len(model.requests)} request(s) reached the model")
         shutil.rmtree(tmp, ignore_errors=True)
-        return f"{len(seen)} commands, each one line, exit 7, no request; e.g. {seen[0][:140]}"
+        example = seen[0].split("; fix:")[0]
+        return f"{len(seen)} commands: one line each, exit 7, no request; {example}"
 
     return run
 
@@ -602,12 +606,14 @@ def main(argv: list[str]) -> int:
         try:
             detail = row.run()
             row.result = "XPASS" if row.xfail else "pass"
-            row.detail = detail + (f" (expected to fail: {row.xfail}; turn the row on)" if row.xfail else "")
+            turn_on = f"\n    passed although expected to fail ({row.xfail}): turn it on"
+            row.detail = detail + (turn_on if row.xfail else "")
         except Skipped as exc:
             row.result, row.detail = "skip", str(exc)
         except Exception as exc:  # a row's failure is reported, the next row runs
             reason = f"{type(exc).__name__}: {exc}" if not isinstance(exc, Failed) else str(exc)
-            row.result, row.detail = ("xfail", f"{reason} -- expected: {row.xfail}") if row.xfail else ("FAIL", reason)
+            expected = f"{reason}\n    expected: {row.xfail}"
+            row.result, row.detail = ("xfail", expected) if row.xfail else ("FAIL", reason)
         row.seconds = time.monotonic() - t0
         counts[row.result] += 1
         print(f"{row.name.ljust(width)}  {row.result:5}  {row.seconds:6.1f}s  {row.detail}", flush=True)
