@@ -48,14 +48,15 @@ from i_scripted import ScriptedModel  # noqa: E402
 
 PY = sys.executable
 I_COMMAND = str(Path(PY).parent / "i")
-# What pip writes as the `i` console script of a core whose entry is ``main`` (before ``run``): the
-# "before" subjects run their core through it, so both sides pay the same wrapper.
+# What pip writes as the `i` console script: the "before" subjects run their core through it, so
+# both sides pay the same wrapper.
+# A core that has ``run`` (exit_fast, the console-script target since d343d6c) runs through it.
 OLD_ENTRY = """import re
 import sys
-from i_core.__main__ import main
+import i_core.__main__ as entry
 if __name__ == '__main__':
     sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
-    sys.exit(main())
+    entry.run() if hasattr(entry, 'run') else sys.exit(entry.main())
 """
 
 

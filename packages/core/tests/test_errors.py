@@ -43,7 +43,7 @@ def test_the_docstring_draws_every_class_under_its_real_base_with_its_exit_code(
 
 
 def test_exit_codes_are_the_documented_ones():
-    # packages/core/README.md: 1 bug, 2 usage, 3 config/session/files, 4 model, 5 budget, 6 worker, 130, 143.
+    # packages/core/README.md: 1 bug, 2 usage, 3 config/session/files, 4 model, 5 budget, 6 worker, 7 i-protocol does not fit, 130, 143.
     codes = {name: getattr(errors, name) for name in errors.__all__ if name.startswith("EXIT_")}
     assert codes == {
         "EXIT_FAILURE": 1,
@@ -52,6 +52,7 @@ def test_exit_codes_are_the_documented_ones():
         "EXIT_MODEL": 4,
         "EXIT_BUDGET": 5,
         "EXIT_WORKER": 6,
+        "EXIT_PROTOCOL": 7,
         "EXIT_INTERRUPTED": 130,
         "EXIT_TERMINATED": 143,
     }

@@ -149,3 +149,66 @@ def test_a_private_session_is_locked_at_its_first_save_and_a_named_one_at_open(t
         open_session(tmp_path / "private.json", "/w", WID)
     private.close()
     open_session(tmp_path / "private.json", "/w", WID, private=True).close()  # it exists now: locked at open
+
+
+def test_every_save_records_the_core_that_wrote_it(tmp_path):
+    from i_core.__about__ import __version__
+
+    session = open_session(tmp_path / "s.json", "/w", WID)
+    session.meta["written_by"] = {"package": "i-core", "version": "0.0.1"}  # an older core's session
+    session.write([{"role": "system", "content": "sys"}])
+    session.close()
+    saved = orjson.loads((tmp_path / "s.json").read_bytes())
+    assert saved["meta"]["written_by"] == {"package": "i-core", "version": __version__}
+
+
+@pytest.mark.parametrize(
+    ("written_by", "warned"),
+    [
+        ({"package": "i-core", "version": "99.0.0"}, True),
+        ({"package": "i-core", "version": "0.0.1"}, False),
+        ({"package": "other", "version": "99.0.0"}, False),
+        ("garbage", False),
+        (None, False),
+    ],
+)
+def test_a_session_a_newer_core_wrote_warns_in_one_line(tmp_path, written_by, warned):
+    meta = {} if written_by is None else {"written_by": written_by}
+    doc = {"format": "i-session/1", "workspace": "/w", "workspace_id": WID, "messages": [], "meta": meta}
+    (tmp_path / "s.json").write_bytes(orjson.dumps(doc))
+    lines: list[str] = []
+    session = open_session(tmp_path / "s.json", "/w", WID, warn=lines.append)
+    session.close()
+    assert len(lines) == (1 if warned else 0)
+    if warned:
+        assert "was written by i-core 99.0.0, newer than this i-core" in lines[0] and "\n" not in lines[0]
+
+
+def test_a_run_on_a_newer_core_s_session_warns_and_goes_on(dirs, project, run_i):
+    path = project / ".i" / "sessions" / "s.json"
+    path.parent.mkdir(parents=True)
+    from i_protocol.workspace import canonical_workspace, workspace_id_for
+
+    workspace = canonical_workspace(project)
+    doc = {
+        "format": "i-session/1",
+        "workspace": workspace,
+        "workspace_id": workspace_id_for(workspace, dirs["data"]),
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+        ],
+        "meta": {"written_by": {"package": "i-core", "version": "99.0.0"}, "a_field_from_the_future": 1},
+    }
+    path.write_bytes(orjson.dumps(doc))
+    with ScriptedModel([{"text": "still works"}]) as model:
+        config = {"protocol": "openai", "base_url": model.base_url, "model": "m", "stream": False}
+        (dirs["config"] / "config.json").write_bytes(orjson.dumps(config))
+        result = run_i("-C", str(project), "--session-name", "s", "again")
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.decode().splitlines() if "newer than this i-core" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("i: warning: ")
+    saved = orjson.loads(path.read_bytes())
+    assert saved["meta"]["written_by"]["version"] != "99.0.0"
+    assert saved["meta"]["a_field_from_the_future"] == 1  # meta it does not know is kept

@@ -4,15 +4,19 @@ session (`PROGRAM --version` of real installed and bound workers)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
 
 from i_core import versions
 from i_core.__about__ import __version__
+from i_core.compatibility import OLDEST_WORKERS
 from i_protocol import PROTOCOL_VERSION
+from i_protocol import __version__ as LIBRARY
 from i_protocol.testing import scaled
 
 CORE = [sys.executable, "-m", "i_core"]
@@ -67,7 +71,7 @@ def test_a_bound_worker_is_asked_for_its_version(dirs, tmp_path):
 
 def test_a_missing_worker_names_the_package(dirs, monkeypatch):
     monkeypatch.setattr(versions, "find_script", lambda script: None if script == "i-web" else f"/bin/{script}")
-    monkeypatch.setattr(versions, "ask_version", lambda argv, cwd=None: ("pkg", "1", "1", None))
+    monkeypatch.setattr(versions, "ask_version", lambda argv, cwd=None: versions.VersionAnswer("pkg", "1", "1"))
     web = rows(dirs)["web"]
     assert (web.status, web.exec, web.problem) == ("missing", None, "run `pipx install i-worker-web`")
 
@@ -97,6 +101,7 @@ def test_the_command_prints_json_and_a_table(dirs):
         "version": __version__,
         "protocol": PROTOCOL_VERSION,
         "python": sys.executable,
+        "library": LIBRARY,
     }
     by_module = {m["module"]: m for m in document["modules"]}
     assert by_module["memory"]["version"] == memory
@@ -120,3 +125,57 @@ def test_config_json_s_provider_is_reported_over_a_bindings_one(dirs, tmp_path):
     (dirs["config"] / "config.json").write_bytes(orjson.dumps(config))
     row = rows(dirs)["provider"]
     assert (row.status, row.package, row.version) == ("bound", "my-provider", "0.4.0")
+
+
+def program(tmp_path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_each_row_has_a_verdict(dirs, tmp_path):
+    old_budget = program(tmp_path, "old-budget", "print('i-worker-budget 0.1.0 (i-protocol 1)')")
+    stopped = program(
+        tmp_path,
+        "stopped-cache",
+        "sys.stderr.write('i-cache: i-worker-cache 0.2.1 needs i-protocol>=0.2.2,<0.3, but i-protocol 0.2.1 is "
+        "installed\\n'); sys.exit(7)",
+    )
+    node_like = program(tmp_path, "house-prompt", "print('house-prompt 1.0.0 (i-protocol 1)')")
+    bindings = {"budget": {"exec": [old_budget]}, "cache": {"exec": [stopped]}, "prompts": {"exec": [node_like]}}
+    (dirs["config"] / "bindings.json").write_bytes(orjson.dumps(bindings))
+    found = rows(dirs)
+    assert (found["budget"].verdict, found["budget"].problem) == (
+        "too old",
+        "this core works with i-worker-budget>=0.2.0 (docs/compatibility.md)",
+    )
+    assert found["cache"].verdict == "too old" and found["cache"].version is None
+    assert "needs i-protocol>=0.2.2,<0.3, but i-protocol 0.2.1 is installed" in (found["cache"].problem or "")
+    assert (found["prompts"].verdict, found["prompts"].problem) == ("unknown", None)
+    assert found["approval"].verdict == "ok"  # bundled
+    table = subprocess.run([*CORE, "--runtime", "versions"], capture_output=True, text=True, timeout=60)
+    assert table.returncode == 6  # a selected module is too old
+    assert "VERDICT" in table.stdout.splitlines()[1]
+
+
+def test_an_installed_worker_reports_its_library_and_build(dirs):
+    installed("i_memory")
+    memory = rows(dirs)["memory"]
+    assert memory.verdict == "ok"
+    assert memory.library == LIBRARY and memory.build and len(memory.build) == 12
+    document = json.loads(
+        subprocess.run([*CORE, "--runtime", "versions", "--json"], capture_output=True, text=True, timeout=60).stdout
+    )
+    assert document["core"]["library"] == LIBRARY
+    row = next(m for m in document["modules"] if m["module"] == "memory")
+    assert row["verdict"] == "ok" and row["library_build"]
+
+
+def test_the_oldest_workers_are_docs_compatibility_s():
+    # docs/compatibility.md, "This core and the workers": the current core's "works with" cell.
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "compatibility.md").read_text()
+    row = next(line for line in doc.splitlines() if line.startswith(f"| i-core {__version__} |"))
+    works_with = row.split("|")[3]
+    listed = dict(re.findall(r"(i-worker-[a-z]+) >=([0-9.]+)", works_with))
+    assert listed == OLDEST_WORKERS

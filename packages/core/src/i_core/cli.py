@@ -16,13 +16,14 @@ import sys
 import traceback
 from pathlib import Path
 
-from i_protocol import PROTOCOL_VERSION, Paths, ProtocolError, paths_from_env
+from i_protocol import Paths, ProtocolError, paths_from_env
 
 from .__about__ import __version__
 from .errors import (
     EXIT_CONFIG,
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
+    EXIT_PROTOCOL,
     EXIT_USAGE,
     EXIT_WORKER,
     ConfigError,
@@ -32,11 +33,6 @@ from .errors import (
 from .modules import PROFILES
 from .redaction import Redactor
 from .terminal_text import for_terminal
-
-
-def version_line() -> str:
-    """What `i --version` prints."""
-    return f"i-core {__version__} (i-protocol {PROTOCOL_VERSION})"
 
 
 def _print_json(value: object) -> None:
@@ -342,7 +338,10 @@ def run_cli(argv: list[str]) -> int:
     redactor = Redactor()
     try:
         if argv[:1] == ["--version"]:
-            print(version_line())
+            from . import preflight
+            from .__about__ import NEEDS_PROTOCOL
+
+            preflight.answer_version("i-core", __version__, NEEDS_PROTOCOL, preflight.__file__, argv)
             return 0
         if argv[:1] == ["--runtime"]:
             args = _runtime_parser().parse_args(argv[1:])
@@ -379,6 +378,14 @@ def describe_failure(exc: BaseException) -> tuple[str, int]:
             "is unchanged)",
             EXIT_WORKER,
         )
+    if isinstance(exc, ImportError):
+        # The console script checked the version, so an i_protocol import failing means another build.
+        from . import preflight
+        from .__about__ import NEEDS_PROTOCOL
+
+        problem = preflight.another_build("i-core", __version__, NEEDS_PROTOCOL, exc)
+        if problem is not None:
+            return problem, EXIT_PROTOCOL
     if isinstance(exc, CoreError) and exc.exit_code != EXIT_FAILURE:
         return str(exc), exc.exit_code
     if isinstance(exc, ProtocolError):

@@ -22,7 +22,8 @@ breaks it can only come from a hook, so the command line maps it to exit 6 too.
 
 Exit codes of `i`: 0 done, 1 an internal error (a bug: the one line says so), 2 usage,
 3 configuration, session or a file or folder the run needs, 4 model/API, 5 budget exhausted,
-6 worker failure, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+6 worker failure, 7 the installed i-protocol does not fit this core (``preflight``: missing, outside
+the needed range, or another build of the version), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "EXIT_FAILURE",
     "EXIT_INTERRUPTED",
     "EXIT_MODEL",
+    "EXIT_PROTOCOL",
     "EXIT_TERMINATED",
     "EXIT_USAGE",
     "EXIT_WORKER",
@@ -61,6 +63,7 @@ EXIT_CONFIG = 3
 EXIT_MODEL = 4
 EXIT_BUDGET = 5
 EXIT_WORKER = 6
+EXIT_PROTOCOL = 7  # equals preflight.EXIT_PROTOCOL (every console script's, a test compares them)
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 

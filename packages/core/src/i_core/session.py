@@ -22,13 +22,19 @@ Opening a session removes stale atomic-write temporaries in its folder (see
 ``.json`` targets' only when their writer is gone.
 
 Every OS error is a SessionError naming the path and the problem.
+
+Each save records the core that wrote it (``meta.written_by``: ``{"package": "i-core", "version"}``).
+Opening a session that a newer core wrote warns in one line and goes on, so a rollback of the core
+keeps working sessions instead of failing on what it does not know.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,10 +44,13 @@ from i_protocol.errors import FileDecodeError, FileTooLarge, LockTimeout
 from i_protocol.files import acquire_lock, read_json
 from i_protocol.jsonsafe import dumps_safe  # one lossless policy for lone surrogates
 
+from .__about__ import __version__
 from .errors import SessionError, os_problem
 from .jsonfile import remove_stale_temporaries
+from .preflight import version_key
 
 FORMAT = "i-session/1"
+WRITTEN_BY = {"package": "i-core", "version": __version__}
 MAX_SESSION_BYTES = 512 * 1024 * 1024
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -86,7 +95,11 @@ class Session:
             "workspace": self.workspace,
             "workspace_id": self.workspace_id,
             "messages": self.messages,
-            "meta": {**self.meta, "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+            "meta": {
+                **self.meta,
+                "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "written_by": dict(WRITTEN_BY),
+            },
         }
 
     def backup_path(self, suffix: str) -> Path:
@@ -121,11 +134,19 @@ class Session:
             self._lock = None
 
 
-def open_session(path: Path, workspace: str, workspace_id: str, *, private: bool = False) -> Session:
+def open_session(
+    path: Path,
+    workspace: str,
+    workspace_id: str,
+    *,
+    private: bool = False,
+    warn: Callable[[str], None] | None = None,
+) -> Session:
     """Open (or start) the session at ``path``, locked against a second concurrent writer.
 
     ``private``: ``path`` is a fresh name this run made up (the default session of a run); it is
     locked at its first save instead, so a run that never saves leaves no lock file behind.
+    ``warn`` gets the one line about a session a newer core wrote (default: ``i: warning: ...`` on stderr).
     """
     path = path.expanduser().absolute()
     created = not path.parent.is_dir()
@@ -151,7 +172,28 @@ def open_session(path: Path, workspace: str, workspace_id: str, *, private: bool
         raise
     session._lock = lock
     session.private = private
+    newer = written_by_newer(session)
+    if newer is not None:
+        (warn or _warn_on_stderr)(newer)
     return session
+
+
+def written_by_newer(session: Session) -> str | None:
+    """The warning for a session whose ``meta.written_by`` names a newer i-core than this one."""
+    writer = session.meta.get("written_by")
+    if not isinstance(writer, dict) or writer.get("package") != "i-core":
+        return None
+    version = writer.get("version")
+    if not isinstance(version, str) or version_key(version) <= version_key(__version__):
+        return None
+    return (
+        f"{session.path} was written by i-core {version}, newer than this i-core {__version__}; "
+        "continuing (what this version does not know may be lost at its next save)"
+    )
+
+
+def _warn_on_stderr(line: str) -> None:
+    sys.stderr.write(f"i: warning: {line}\n")
 
 
 def _own_targets(path: Path) -> set[str]:

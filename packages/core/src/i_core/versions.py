@@ -1,10 +1,17 @@
 """``i --runtime versions``: which program, package and version each module of the configured
-manifest runs, and the protocol it speaks — without starting a session.
+manifest runs, the protocol it speaks, the i-protocol library and build it runs on, and a verdict
+— without starting a session.
 
 A module is ``bound`` (bindings.json), ``bundled`` (in this core), ``installed`` (its console
 script found next to the interpreter or on PATH) or ``missing``. Bound and installed programs are
-asked ``PROGRAM --version`` (a worker answers ``"<dist> <version> (i-protocol <N>)"``) under a
+asked ``PROGRAM --version`` (a worker answers ``"<dist> <version> (i-protocol <N>)"``, and ours
+a second line ``build <tree>; i-protocol <version> build <tree>; needs i-protocol<range>``) under a
 short timeout, all at once; bundled ones are read from this core's own version.
+
+The verdict: ``ok``; ``too old`` when the program stopped because its i-protocol does not fit (its
+one line, exit 7) or its package is older than the oldest release this core works with
+(``compatibility.OLDEST_WORKERS``, docs/compatibility.md); ``unknown`` when the version cannot be
+read, the module is missing, or the package is not one of ours (a worker not built on i-protocol).
 """
 
 from __future__ import annotations
@@ -18,8 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from i_protocol import PROTOCOL_VERSION, paths_from_env
+from i_protocol import __version__ as _LIBRARY_VERSION
 
+from . import preflight
 from .__about__ import __version__
+from .compatibility import OLDEST_WORKERS
 from .errors import ConfigError
 from .executables import core_worker_argv, find_script
 from .manifest import Exec
@@ -29,6 +39,8 @@ from .terminal_text import for_terminal
 
 VERSION_TIMEOUT_S = 3.0
 _VERSION_LINE = re.compile(r"^(?P<package>\S(?:.*\S)?) (?P<version>\S+) \(i-protocol (?P<protocol>[^)\s]+)\)$")
+_BUILD_LINE = re.compile(r"^build (?P<build>\S+); i-protocol (?P<library>\S+) build (?P<library_build>\S+)")
+EXIT_PROTOCOL = preflight.EXIT_PROTOCOL
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,28 @@ class ModuleVersion:
     version: str | None
     protocol: str | None
     problem: str | None = None
+    library: str | None = None
+    """The i-protocol version the program runs on (our workers' second ``--version`` line)."""
+    build: str | None = None
+    """The program's build: the git tree hash of its ``packages/<pkg>/src`` (12 digits), as installed."""
+    library_build: str | None = None
+    verdict: str = "unknown"
+    """``ok``, ``too old`` or ``unknown`` (see the module's docstring)."""
+
+
+@dataclass(frozen=True)
+class VersionAnswer:
+    """What ``PROGRAM --version`` said."""
+
+    package: str | None = None
+    version: str | None = None
+    protocol: str | None = None
+    problem: str | None = None
+    library: str | None = None
+    build: str | None = None
+    library_build: str | None = None
+    too_old: bool = False
+    """The program stopped because the i-protocol it runs on does not fit (exit 7)."""
 
 
 def parse_version_line(line: str) -> tuple[str, str, str] | None:
@@ -52,8 +86,8 @@ def parse_version_line(line: str) -> tuple[str, str, str] | None:
     return (match["package"], match["version"], match["protocol"]) if match else None
 
 
-def ask_version(argv: list[str], cwd: str | None = None) -> tuple[str | None, str | None, str | None, str | None]:
-    """Run ``argv --version``: (package, version, protocol, problem)."""
+def ask_version(argv: list[str], cwd: str | None = None) -> VersionAnswer:
+    """Run ``argv --version`` and read its answer."""
     try:
         done = subprocess.run(
             [*argv, "--version"],
@@ -64,19 +98,36 @@ def ask_version(argv: list[str], cwd: str | None = None) -> tuple[str | None, st
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
-        return None, None, None, f"--version did not answer within {VERSION_TIMEOUT_S:g} s"
+        return VersionAnswer(problem=f"--version did not answer within {VERSION_TIMEOUT_S:g} s")
     except OSError as exc:
-        return None, None, None, f"cannot run: {exc.strerror or exc}"
-    line = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
-    parsed = parse_version_line(line) if done.returncode == 0 else None
+        return VersionAnswer(problem=f"cannot run: {exc.strerror or exc}")
+    lines = done.stdout.strip().splitlines()
+    if done.returncode == EXIT_PROTOCOL and done.stderr.strip():
+        # Our console scripts' i-protocol check: one line naming the installed and the needed versions.
+        return VersionAnswer(problem=done.stderr.strip().splitlines()[-1][:300], too_old=True)
+    parsed = parse_version_line(lines[0]) if done.returncode == 0 and lines else None
     if parsed is None:
-        return (
-            None,
-            None,
-            None,
-            f"--version answered {line[:80]!r} (exit {done.returncode}), not '<dist> <version> (i-protocol <N>)'",
-        )
-    return (*parsed, None)
+        line = lines[0] if lines else ""
+        expected = "'<dist> <version> (i-protocol <N>)'"
+        return VersionAnswer(problem=f"--version answered {line[:80]!r} (exit {done.returncode}), not {expected}")
+    build = _BUILD_LINE.match(lines[1]) if len(lines) > 1 else None
+    if build is None:
+        return VersionAnswer(*parsed)
+    return VersionAnswer(*parsed, None, build["library"], build["build"], build["library_build"])
+
+
+def verdict(package: str | None, version: str | None, answer: VersionAnswer | None = None) -> tuple[str, str | None]:
+    """(verdict, why) of a module's answer: ``ok``, ``too old`` or ``unknown``."""
+    if answer is not None and answer.too_old:
+        return "too old", None
+    if package is None or version is None:
+        return "unknown", None
+    oldest = OLDEST_WORKERS.get(package)
+    if package == "i-core" or (oldest is not None and preflight.fits(version, f">={oldest}")):
+        return "ok", None
+    if oldest is not None:
+        return "too old", f"this core works with {package}>={oldest} (docs/compatibility.md)"
+    return "unknown", None
 
 
 def selected_modules(config_dir: Path) -> set[str]:
@@ -119,12 +170,19 @@ def _configured_provider(config_dir: Path) -> Exec | None:
 def _row(module: str, selected: bool, bindings: dict[str, dict[str, Any]]) -> ModuleVersion:
     if module in bindings:
         argv = list(bindings[module]["exec"])
-        package, version, protocol, problem = ask_version(argv, bindings[module].get("cwd"))
-        return ModuleVersion(module, selected, "bound", argv, package, version, protocol, problem)
+        return _asked(module, selected, "bound", argv, None, ask_version(argv, bindings[module].get("cwd")))
     spec = MODULES[module]
     if spec.bundled:
         return ModuleVersion(
-            module, selected, "bundled", core_worker_argv(module), "i-core", __version__, PROTOCOL_VERSION
+            module,
+            selected,
+            "bundled",
+            core_worker_argv(module),
+            "i-core",
+            __version__,
+            PROTOCOL_VERSION,
+            library=_LIBRARY_VERSION,
+            verdict="ok",
         )
     assert spec.script is not None
     found = find_script(spec.script)
@@ -132,12 +190,31 @@ def _row(module: str, selected: bool, bindings: dict[str, dict[str, Any]]) -> Mo
         return ModuleVersion(
             module, selected, "missing", None, spec.package, None, None, f"run `pipx install {spec.package}`"
         )
-    package, version, protocol, problem = ask_version([found])
-    return ModuleVersion(module, selected, "installed", [found], package or spec.package, version, protocol, problem)
+    return _asked(module, selected, "installed", [found], spec.package, ask_version([found]))
+
+
+def _asked(
+    module: str, selected: bool, status: str, argv: list[str], package: str | None, answer: VersionAnswer
+) -> ModuleVersion:
+    judged, why = verdict(answer.package, answer.version, answer)
+    return ModuleVersion(
+        module,
+        selected,
+        status,
+        argv,
+        answer.package or package,
+        answer.version,
+        answer.protocol,
+        answer.problem or why,
+        answer.library,
+        answer.build,
+        answer.library_build,
+        judged,
+    )
 
 
 def run_command(*, json: bool) -> int:
-    """Print the table (or JSON); exit 0 unless a selected module is missing or unreadable (6)."""
+    """Print the table (or JSON); exit 0 unless a selected module is missing, unreadable or too old (6)."""
     from i_protocol import ProtocolError
     from i_protocol.jsonsafe import dumps_safe
 
@@ -148,15 +225,23 @@ def run_command(*, json: bool) -> int:
     except ProtocolError as exc:
         raise ConfigError(str(exc)) from None
     rows = module_versions(config_dir)
-    core = {"package": "i-core", "version": __version__, "protocol": PROTOCOL_VERSION, "python": sys.executable}
+    core = {
+        "package": "i-core",
+        "version": __version__,
+        "protocol": PROTOCOL_VERSION,
+        "python": sys.executable,
+        "library": _LIBRARY_VERSION,
+    }
     if json:
         document = {"core": core, "config_dir": str(config_dir), "modules": [asdict(r) for r in rows]}
         sys.stdout.write(dumps_safe(document, indent=True).decode() + "\n")
     else:
-        print(for_terminal(f"i-core {__version__} (i-protocol {PROTOCOL_VERSION}); config {config_dir}"))
-        table = [("MODULE", "SELECTED", "STATUS", "PACKAGE", "VERSION", "PROTOCOL", "EXEC")]
+        core_line = f"i-core {__version__} (i-protocol {PROTOCOL_VERSION}) on i-protocol {_LIBRARY_VERSION}"
+        print(for_terminal(f"{core_line}; config {config_dir}"))
+        table = [("MODULE", "SELECTED", "STATUS", "PACKAGE", "VERSION", "PROTOCOL", "LIBRARY", "VERDICT", "EXEC")]
         for r in rows:
             where = " ".join(r.exec) if r.exec else "-"
+            library = f"{r.library} ({r.library_build})" if r.library and r.library_build else r.library
             table.append(
                 (
                     r.module,
@@ -165,12 +250,14 @@ def run_command(*, json: bool) -> int:
                     r.package or "-",
                     r.version or "-",
                     r.protocol or "-",
+                    library or "-",
+                    r.verdict,
                     where + (f"  ({r.problem})" if r.problem else ""),
                 )
             )
-        widths = [max(len(line[c]) for line in table) for c in range(6)]
+        widths = [max(len(line[c]) for line in table) for c in range(8)]
         for line in table:
             # Versions and problems are what the workers answered: shown, never obeyed.
-            print(for_terminal("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(line[:6])) + "  " + line[6]))
-    broken = [r for r in rows if r.selected and (r.status == "missing" or r.problem)]
+            print(for_terminal("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(line[:8])) + "  " + line[8]))
+    broken = [r for r in rows if r.selected and (r.status == "missing" or r.problem or r.verdict == "too old")]
     return EXIT_WORKER if broken else 0
