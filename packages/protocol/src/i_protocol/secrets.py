@@ -4,7 +4,8 @@ Public API (versioned with i-protocol): :class:`SecretMatch`, :data:`DESCRIPTION
 :data:`GATE_WORDS`, :data:`MARKER`, :func:`find_secrets`, :func:`contains_secret`,
 :func:`may_contain_secret`, :func:`redact` and :func:`looks_like_credential` (the name rule
 for config fields and environment variables: ``github_token`` holds a secret, ``max_tokens``
-does not). Everything named ``_…`` is private. The module is imported on demand
+does not; the one name rule, from :mod:`i_protocol.credentials`). Everything named ``_…`` is
+private. The module is imported on demand
 (``from i_protocol.secrets import …``), not by ``i_protocol`` itself, so that a worker that never
 checks secrets does not compile the table at start-up.
 
@@ -19,13 +20,15 @@ What is a secret (each pattern of :data:`DESCRIPTIONS`): key formats with a know
 JWTs, PEM private key blocks), credentials in known places (``Bearer``/``Basic`` headers,
 ``Cookie:``/``Set-Cookie:`` headers, ``scheme://user:pw@host``, ``mysql -p<pw>``, a netrc
 ``login … password …`` entry) and values given to a **secret name**: ``NAME=value``,
-``NAME: value``, ``--name value``. A secret name has a word (split on ``_ . -`` and spaces)
-that is ``pass``/``pwd`` or ends in ``password``, ``passphrase``, ``secret``, ``token``,
-``credential(s)``, ``apikey``, or is ``key`` after ``api``/``access``/``private``/… .
+``NAME: value``, ``--name value``. Whether a name is a secret name is decided by the one name
+rule of :mod:`i_protocol.credentials` (:func:`looks_like_credential`, the rule config.json and
+mcp.json names are checked with): a word such as ``pass``, ``pwd``, ``…password``, ``…secret``,
+``…token``, ``…credential(s)``, ``key`` after ``api``/``access``/``private``/…, or a last word
+``auth``/``authorization``/``bearer``/``cookie``.
 
 What is not: a name whose last word says it holds something else (``password_file``,
-``api_key_env``, ``token_id``, ``token_budget``, ``secret_store.py``: see
-``_NOT_SECRET_SUFFIXES``), so **``--password-file PATH`` is a path, not a secret**; a reference
+``api_key_env``, ``token_id``, ``token_budget``, ``secret_store.py``; ``key`` alone), so
+**``--password-file PATH`` is a path, not a secret**; a reference
 as the value (``$VAR``, ``${VAR}``, ``%VAR%``, ``env:VAR``, an ``UPPER_SNAKE`` name, a path,
 ``<placeholder>``, ``{{template}}``, a mask, ``none``/``true``/…, a type such as ``str``, a call
 ``f(…)``); a ``name: value`` label in the middle of a line whose value is a plain word
@@ -151,16 +154,15 @@ def _words(words: tuple[str, ...], *, fold: bool = False, run: str | None = None
 
 # A name whose secret word (the precise rule is _is_secret_name) starts the match; the rest of
 # the name, before the word, is found by _name_start (a regex cannot look back a variable way).
-_NAME = (
-    "(?P<name>" + _words(("pass", "pwd", "secret", "token", "credential", "key"), fold=True) + r"[A-Za-z0-9_.-]{0,40}+)"
-)
+_NAME_WORDS = ("pass", "pwd", "secret", "token", "credential", "key", "auth", "bearer", "cookie")
+_NAME = "(?P<name>" + _words(_NAME_WORDS, fold=True) + r"[A-Za-z0-9_.-]{0,40}+)"
 
 # Where a name pattern can match: a secret word, the rest of its name and the first character of
 # a separator (each name pattern's separator starts so). In an ASCII text it is looked for in the
 # lower-cased text with plain literals, which the engine scans for about twice as fast.
 _NAME_SEPARATOR = r"""(?=[ \t=]|\\?["']?[ \t]{0,8}[=:])"""
 _NAME_CANDIDATE = _compile(_NAME + _NAME_SEPARATOR)
-_NAME_CANDIDATE_LOWER = _compile(r"(?:pass|pwd|secret|token|credential|key)[a-z0-9_.-]{0,40}+" + _NAME_SEPARATOR)
+_NAME_CANDIDATE_LOWER = _compile(f"(?:{'|'.join(_NAME_WORDS)})" + r"[a-z0-9_.-]{0,40}+" + _NAME_SEPARATOR)
 
 _REFERENCE = _compile(
     r"""(?x)
@@ -176,65 +178,19 @@ _REFERENCE = _compile(
 # Words that stand for no value: empty markers and type names (``password: str``).
 _NOT_VALUES = frozenset(
     "none null nil unset empty true false required redacted optional "  # noqa: SIM905 - a word list reads best so
-    "str bytes int bool string number any object secretstr".split()
+    "str bytes int bool string number any object secretstr "
+    "bearer basic digest negotiate ntlm token".split()  # an auth scheme: ``Authorization: Bearer …``
 )
-# A last word that says the value is about the secret, not the secret itself (a file extension
-# too: ``secret_store.py:12`` is a file and a line).
-_NOT_SECRET_SUFFIXES = frozenset(
-    "id ids uuid name names env var vars variable file files path paths dir url uri endpoint host "  # noqa: SIM905
-    "type kind len length size count limit limits budget max min ttl expiry expires expiration timeout "
-    "lifetime age policy prompt hint hints field header label mode enabled required format rotation "
-    "scope scopes version cmd command helper source store location ref arn prefix suffix pattern usage "
-    "index py js ts go rs rb java json jsonl yaml yml toml txt md cfg ini sh log pem crt csv xml html lock".split()
-)
-# Tokens that are ids needed to resume (pagination), not credentials.
-_NOT_SECRET_QUALIFIERS = frozenset({"page", "continuation", "next"})
-_KEY_QUALIFIERS = (
-    "api",
-    "access",
-    "private",
-    "secret",
-    "client",
-    "signing",
-    "encryption",
-    "master",
-)  # OPENAIAPI_KEY too
-_SECRET_ENDINGS = (
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "secrets",
-    "token",
-    "credential",
-    "credentials",
-    "apikey",
-    "accesskey",
-    "privatekey",
-    "secretkey",
-)
-_WORD_SEPARATORS = _compile(r"[\s_.-]+")
 _EOL = _compile(r"""\\?["']?[ \t]{0,64}(?:\r?\n|\Z)""")
 # ``pass`` is a secret word only as a whole word (``DB_PASS=``, ``--pass x``): its gates include
 # what may follow it in a name, so ``3 passed`` in test output costs no pattern scan.
 _PASS_GATES = ("passw", "passp", *(f"pass{c}" for c in "_.- \t\"'\\=:"))
-_NAME_GATES = (*_PASS_GATES, "pwd", "secret", "token", "credential", "key")
+_NAME_GATES = (*_PASS_GATES, *_NAME_WORDS[1:])
 
 
-@lru_cache(maxsize=4096)  # names repeat (``key``, ``max_tokens``): real text asks for few distinct ones
-def _is_secret_name(name: str) -> bool:
-    words = [word for word in _WORD_SEPARATORS.split(name.lower()) if word]
-    last = -1
-    for index, word in enumerate(words):
-        if (
-            word in ("pass", "pwd")
-            or word.endswith(_SECRET_ENDINGS)
-            or (word == "key" and index > 0 and words[index - 1].endswith(_KEY_QUALIFIERS))
-        ):
-            last = index
-    if last < 0 or (last and words[last - 1] in _NOT_SECRET_QUALIFIERS):
-        return False
-    return last == len(words) - 1 or words[-1] not in _NOT_SECRET_SUFFIXES
+# The name rule is i_protocol.credentials' (config.json and mcp.json names ask it too): one
+# verdict per name; cached, because names repeat (``key``, ``max_tokens``).
+_is_secret_name = lru_cache(maxsize=4096)(looks_like_credential)
 
 
 def _value_group(match: re.Match[str]) -> str | int:
