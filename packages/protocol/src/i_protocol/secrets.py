@@ -30,12 +30,22 @@ What is not: a name whose last word says it holds something else (``password_fil
 ``api_key_env``, ``token_id``, ``token_budget``, ``secret_store.py``; ``key`` alone), so
 **``--password-file PATH`` is a path, not a secret**; a reference
 as the value (``$VAR``, ``${VAR}``, ``%VAR%``, ``env:VAR``, an ``UPPER_SNAKE`` name, a path,
-``<placeholder>``, ``{{template}}``, a mask, ``none``/``true``/…, a type such as ``str``, a call
-``f(…)``); a ``name: value`` label in the middle of a line whose value is a plain word
-(``password: stored in the vault`` is prose; at the end of a line or quoted it is a value);
+``<placeholder>``, ``{{template}}``, a mask, ``none``/``true``/``undefined``/…, a type such as
+``str``); a **code expression** after a secret name (not after a ``--flag``): a value that starts
+with a keyword (``await``, ``async``, ``new``, ``yield``, ``typeof``, ``lambda``, …), is a member
+access (``options.apiKey``), is followed by a call, an index or a member (``f(…)``, ``keys[0]``,
+``"~".join``) or by an operator (``"~" + home``, ``t ?? x``; not shell's ``&&``, ``||``, ``|``,
+``;`` or redirections), or is the name's own last part (``password=password``); while a bare
+word or a quoted literal stays a secret (``DB_PASS=hunter2``, ``password = "hunter2"``); a
+``name: value`` label in the middle of a line whose value is a plain word (``password: stored
+in the vault`` is prose; at the end of a line or quoted it is a value);
 ``sk-`` words without a random-looking run (``sk-learn-compat-layer-v2``); ids and hashes
 (``tx_7781``, ``HAT136``, hex digests, UUIDs), which match no prefix. There is no entropy
 guessing: a secret in an unknown format can get through.
+
+A mask never crosses a line end, real or escaped (``\\n`` inside a JSON string, as in a tool
+call's arguments): a value is read escape by escape and ends there, and a name right after an
+escaped line end starts after it. A private key block is the one mask that spans lines.
 
 Linear time: every pattern starts with a literal or a class of first characters, so the engine
 skips to candidates in C, then checks with a fixed-width look-behind that a key starts a run of
@@ -118,10 +128,12 @@ def _compile(pattern: str) -> re.Pattern[str]:
 # A value after a name: quoted (an optional backslash for JSON inside a JSON string) or bare.
 # A quote followed by JSON punctuation closes a string (``"mysql -p", "b"``): it opens no value;
 # a single-quoted value never runs over a double quote (the end of the JSON string it is in).
+# A value is read escape by escape and never runs over a line end, real or escaped (``\n``
+# inside a JSON string): the next line is not part of it.
 _VALUE = (
-    r"""(?:\\?"(?P<dq>(?![\s,:}\]])(?:[^"\\\n]|\\[^"\n]){1,256})"""
-    r"""|\\?'(?P<sq>(?![\s,:}\]])(?:[^'"\\\n]|\\[^'"\n]){1,256})"""
-    r"""|(?P<bare>[^\s"'`,;()\[\]{}<>&]{1,256}))"""
+    r"""(?:\\?"(?P<dq>(?![\s,:}\]])(?:[^"\\\r\n]|\\[^"\r\nrn]){1,256})"""
+    r"""|\\?'(?P<sq>(?![\s,:}\]])(?:[^'"\\\r\n]|\\[^'"\r\nrn]){1,256})"""
+    r"""|(?P<bare>(?:[^\s"'`,;()\[\]{}<>&\\]|\\[^\s"'`nrt]){1,256}))"""
 )
 _VALUE_GROUPS = ("value", "dq", "sq", "bare")
 _VALUE_RE = _compile(_VALUE)
@@ -177,11 +189,22 @@ _REFERENCE = _compile(
 )
 # Words that stand for no value: empty markers and type names (``password: str``).
 _NOT_VALUES = frozenset(
-    "none null nil unset empty true false required redacted optional "  # noqa: SIM905 - a word list reads best so
+    "none null nil unset empty true false required redacted optional undefined "  # noqa: SIM905 - a word list reads best so
     "str bytes int bool string number any object secretstr "
     "bearer basic digest negotiate ntlm token".split()  # an auth scheme: ``Authorization: Bearer …``
 )
-_EOL = _compile(r"""\\?["']?[ \t]{0,64}(?:\r?\n|\Z)""")
+# A value is a code expression, not a secret, when it starts with a keyword, is a member access
+# (``options.apiKey``, ``process.env.KEY``), or is followed by a call, an index, a member of a
+# literal (``"~".join``) or an operator (``"~" + home``). A bare word or a quoted literal stays a
+# secret. Shell's ``&&``, ``||``, ``|``, ``;`` and redirections are not operators here
+# (``DB_PASS=x && ./run``), nor a spaced ``-`` (prose, flags).
+_CODE_KEYWORDS = frozenset("await async new yield typeof void delete lambda function not".split())  # noqa: SIM905
+_MEMBER_ACCESS = _compile(r"[A-Za-z_$][\w$]*(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]*)+")
+_CONTINUED = _compile(
+    r"""\\?["']?(?:[(\[]|\.[A-Za-z_$])"""  # right after it: a call, an index, a member
+    r"""|\\?["']?[ \t]{0,8}(?:[+*%]|/[ \t]|\?\??[ \t]|[=!]==?|[<>]=)"""  # then an operator
+)
+_EOL = _compile(r"""\\?["']?[ \t]{0,64}(?:\r?\n|\\r\\n|\\n|\Z)""")
 # ``pass`` is a secret word only as a whole word (``DB_PASS=``, ``--pass x``): its gates include
 # what may follow it in a name, so ``3 passed`` in test output costs no pattern scan.
 _PASS_GATES = ("passw", "passp", *(f"pass{c}" for c in "_.- \t\"'\\=:"))
@@ -235,19 +258,25 @@ def _name(match: re.Match[str], after: str) -> str | None:
     ``after``)."""
     text = match.string
     start = _name_start(text, match.start())
-    if start is None or (start and text[start - 1] in after):
+    if start is None:
+        return None
+    if start and text[start - 1] == "\\" and text[start] in "nrt" and _odd_backslashes(text, start):
+        start += 1  # after an escaped line end or tab (``\nDB_PASS=`` inside a JSON string)
+    elif start and text[start - 1] in after:
         return None
     return text[start : match.end("name")]
 
 
 def _flag_value(match: re.Match[str]) -> tuple[int, int] | None:
     name = _name(match, "")
-    return _value_span(match) if name is not None and name.startswith("--") and _is_secret_name(name) else None
+    if name is None or not name.startswith("--") or not _is_secret_name(name):
+        return None
+    return _value_span(match, code=False)  # a command line: ``--token a.b`` is no member access
 
 
 def _assigned_value(match: re.Match[str]) -> tuple[int, int] | None:
     name = _name(match, "/\\")
-    return _value_span(match) if name is not None and _is_secret_name(name) else None
+    return _value_span(match, name=name) if name is not None and _is_secret_name(name) else None
 
 
 def _labelled_value(match: re.Match[str]) -> tuple[int, int] | None:
@@ -257,23 +286,39 @@ def _labelled_value(match: re.Match[str]) -> tuple[int, int] | None:
         return None
     end = match.end("name")
     if _is_secret_name(name) or _is_secret_name(_word_before(match.string, end - len(name), end)):
-        return _value_span(match, labelled=True)
+        return _value_span(match, labelled=True, name=name)
     return None
 
 
-def _value_span(match: re.Match[str], *, labelled: bool = False) -> tuple[int, int] | None:
-    """The span of the value after a name and its separator, unless it is a reference. Matched
-    apart from the name, so that a name that is no secret's costs no scan of a value. A label's
-    (``name: value``) value is one when quoted, when it ends its line or when it is not a plain
-    word: ``password: stored in the vault`` is prose."""
+def _value_span(
+    match: re.Match[str], *, labelled: bool = False, code: bool = True, name: str = ""
+) -> tuple[int, int] | None:
+    """The span of the value after a name and its separator, unless it is a reference or (with
+    ``code``) a code expression. Matched apart from the name, so that a name that is no secret's
+    costs no scan of a value. A label's (``name: value``) value is one when quoted, when it ends
+    its line or when it is not a plain word: ``password: stored in the vault`` is prose."""
     value = _VALUE_RE.match(match.string, match.end())
-    if value is None or not _is_value(value):
+    if value is None or not _is_value(value) or (code and _is_code(value, name)):
         return None
     bare = value.group("bare")
     prose = bare is not None and all(char.isalpha() or char in "-_.'" for char in bare)
     if labelled and prose and not _EOL.match(value.string, value.end()):
         return None
     return _span(value)
+
+
+def _is_code(value: re.Match[str], name: str) -> bool:
+    """Whether a value after the secret name ``name`` is a code expression (:data:`_CODE_KEYWORDS`);
+    a bare value that is the name's own last part passes a variable on (``password=password``,
+    ``self.token = token``)."""
+    bare = value.group("bare")
+    if bare is not None and (
+        bare.rstrip(":") in _CODE_KEYWORDS
+        or _MEMBER_ACCESS.fullmatch(bare)
+        or bare.lower() == name.rpartition(".")[2].lstrip("-").lower()
+    ):
+        return True
+    return _CONTINUED.match(value.string, value.end()) is not None
 
 
 def _word_before(text: str, start: int, end: int) -> str:
@@ -428,7 +473,10 @@ _TABLE: tuple[_Pattern, ...] = (
         ("://",),
         # After a scheme (a letter or digit before ``://``), the user (no brackets: a marker is
         # none), then the password.
-        _compile(r"://(?<=[A-Za-z0-9+.-]...)[^\s:/@\[\]]{1,256}:(?P<value>[^\s@/]{1,256})@"),
+        _compile(
+            r"://(?<=[A-Za-z0-9+.-]...)(?:[^\s:/@\[\]\\]|\\[^\s:/@nrt]){1,256}:"
+            r"(?P<value>(?:[^\s@/\\]|\\[^\s@/nrt]){1,256})@"
+        ),
         _when(_is_value),
     ),
     _Pattern(
