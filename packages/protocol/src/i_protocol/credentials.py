@@ -42,7 +42,7 @@ _NOT_SECRET_SUFFIXES = frozenset(
     "type kind len length size count limit limits budget max min ttl expiry expires expiration timeout "
     "lifetime age policy prompt hint hints field header label mode enabled required format rotation "
     "scope scopes version cmd command helper source store location ref arn prefix suffix pattern usage "
-    "index py js ts go rs rb java json jsonl yaml yml toml txt md cfg ini sh log pem crt csv xml html lock".split()
+    "index stdin py js ts go rs rb java json jsonl yaml yml toml txt md cfg ini sh log pem crt csv xml html lock".split()
 )
 # Tokens that are ids needed to resume (pagination), not credentials.
 _NOT_SECRET_QUALIFIERS = frozenset({"page", "continuation", "next"})

@@ -137,6 +137,10 @@ _VALUE = (
 )
 _VALUE_GROUPS = ("value", "dq", "sq", "bare")
 _VALUE_RE = _compile(_VALUE)
+# The other arguments of a command, before the one that holds a password (never over a line end).
+_ARGS = r"(?:[ \t]{1,8}(?:[^\s;|&\\]|\\[^\s;|&nrt]){1,256}){0,16}?"
+# An option's value: not another option, a pipe or a redirection (``mysql -p -h db`` prompts).
+_OPTION_VALUE = r"(?![-|<>])" + _VALUE
 _PEM = r"-----{0}(?:[A-Z0-9]+ ){{0,8}}PRIVATE KEY(?: BLOCK)?-----"
 _BASE64URL = "A-Za-z0-9_-"
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -413,6 +417,22 @@ _TABLE: tuple[_Pattern, ...] = (
         _compile(_words(("AKIA", "ASIA", "ABIA", "ACCA"), run="A-Z0-9") + "[A-Z0-9]{16}(?![A-Z0-9])"),
     ),
     _Pattern(
+        "aws_secret_key",
+        "an AWS secret access key",
+        ("akia", "asia", "secret access key"),
+        # Right after its key id (a credentials CSV, a pasted pair) or after the prompt of
+        # ``aws configure``; ``aws_secret_access_key = …`` is a secret name's value.
+        _compile(
+            "(?:"
+            + _words(("AKIA", "ASIA"), run="A-Z0-9")
+            + r"""[A-Z0-9]{16}\\?["']?[ \t,:;=|]{1,8}\\?["']?"""
+            + "|"
+            + _words(("secret access key",), fold=True)
+            + r"(?:[ \t]{0,8}\[[^\]\r\n]{0,64}\])?[ \t]{0,8}:[ \t]{0,8}"
+            + r")(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+        ),
+    ),
+    _Pattern(
         "slack_token",
         "a Slack token",
         ("xox", "xapp-"),
@@ -490,11 +510,49 @@ _TABLE: tuple[_Pattern, ...] = (
     ),
     _Pattern(
         "mysql_password",
-        "a MySQL password flag (-p<password>)",
+        "a MySQL password flag (-p<password>, -p <password>)",
         ("mysql", "mariadb"),
         _compile(
             _words(("mysql", "mariadb"), run="A-Za-z0-9_.-") + r"(?:dump|admin|import|check|show|sh|-dump|-admin)?"
-            r"(?:[ \t]{1,8}[^\s;|&]{1,256}){0,16}?[ \t]{1,8}-p" + _VALUE
+            + _ARGS
+            + r"[ \t]{1,8}-p(?:[ \t]{1,8})?"
+            + _OPTION_VALUE
+        ),
+        _when(_is_value),
+    ),
+    _Pattern(
+        "cli_password",
+        "a password given to a command's option (docker login -p, redis-cli -a, sshpass -p)",
+        ("docker", "podman", "nerdctl", "buildah", "skopeo", "redis-cli", "keydb-cli", "sshpass"),
+        _compile(
+            "(?:"
+            + _words(("docker", "podman", "nerdctl", "buildah", "skopeo"), run="A-Za-z0-9_.-")
+            + _ARGS
+            + r"[ \t]{1,8}login"
+            + _ARGS
+            + r"[ \t]{1,8}-p[ \t]{1,8}"
+            + "|"
+            + _words(("redis-cli", "keydb-cli"), run="A-Za-z0-9_.-")
+            + _ARGS
+            + r"[ \t]{1,8}-a[ \t]{1,8}"
+            + "|"
+            + _words(("sshpass",), run="A-Za-z0-9_.-")
+            + _ARGS
+            + r"[ \t]{1,8}-p[ \t]{0,8}"
+            + ")"
+            + _OPTION_VALUE
+        ),
+        _when(_is_value),
+    ),
+    _Pattern(
+        "user_password",
+        "a password in a user:password option (curl -u)",
+        ("curl",),
+        _compile(
+            _words(("curl",), run="A-Za-z0-9_.-")
+            + _ARGS
+            + r"""[ \t]{1,8}(?:-u[ \t]{0,8}|--user(?:[ \t]{1,8}|=))\\?["']?(?:[^\s:"'\\]){0,256}:"""
+            + r"""(?P<value>(?:[^\s"'\\]|\\[^\s"'nrt]){1,256})"""
         ),
         _when(_is_value),
     ),

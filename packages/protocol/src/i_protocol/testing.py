@@ -1,14 +1,18 @@
 """Checks a package's own tests run against it, so every package tests its contracts the same way.
 
-Public API, versioned with the protocol: ``drawn_parents`` and ``error_module_problems``.
+Public API, versioned with the protocol: ``drawn_parents``, ``error_module_problems`` and
+``secret_forms`` (the secret forms every place that keeps or sends text must mask).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from importlib import resources
 from types import ModuleType
+from typing import TypedDict
 
-__all__ = ["drawn_parents", "error_module_problems"]
+__all__ = ["SecretForm", "drawn_parents", "error_module_problems", "secret_forms"]
 
 _NODE = re.compile(r"^( *)[*+-] ([A-Za-z_][\w.]*)", re.M)
 
@@ -54,3 +58,20 @@ def error_module_problems(module: ModuleType) -> list[str]:
                 f"{module.__name__}.{name} derives from {base}, but the docstring draws {parents.get(name)}"
             )
     return problems
+
+
+class SecretForm(TypedDict):
+    """One form of ``secret_forms.json``: a text, the secret values in it, the words that stay."""
+
+    id: str
+    text: str
+    secrets: list[str]
+    kept: list[str]
+
+
+def secret_forms() -> list[SecretForm]:
+    """The committed secret forms (``i_protocol/secret_forms.json``): each place that keeps or
+    sends text (summaries, memory, transcripts) tests that none of their ``secrets`` is left."""
+    text = resources.files("i_protocol").joinpath("secret_forms.json").read_text(encoding="utf-8")
+    forms: list[SecretForm] = json.loads(text)["forms"]
+    return forms
