@@ -42,6 +42,20 @@ CODE = [
     "process.env.ANTHROPIC_API_KEY = undefined",
 ]
 
+# A quote right after a name's separator that closes a string opens no value.
+CLOSED = [
+    '    ("x", "secret_flag", "--password "),',
+    '    ("y", "cookie", "Cookie: "),',
+    'print("password: ");',
+    '{"prompt": "API key: ", "mask": true}',
+]
+
+
+@pytest.mark.parametrize("text", CLOSED)
+def test_a_quote_that_closes_a_string_opens_no_value(text: str) -> None:
+    assert redact(text) == (text, 0)
+
+
 SECRETS = [
     ("DB_PASS=hunter2", "hunter2"),
     ("DB_PASS=hunter2 ./migrate", "hunter2"),

@@ -165,7 +165,7 @@ NOT_SECRETS = [
     "mysql --password-file /run/secrets/db --user app",
     "docker login --password-stdin --username bob",
     "mysql -u root -p < dump.sql; mysql -p -h db shop; mysql -u root -p",
-    "redis-cli -a $REDIS_PASSWORD ping; curl -u bob https://example.com; curl -u \"$USER:$TOKEN\" https://x",
+    'redis-cli -a $REDIS_PASSWORD ping; curl -u bob https://example.com; curl -u "$USER:$TOKEN" https://x',
     "docker login -u bob --password-stdin registry.example.com",
     "password_file=/run/secrets/db_password",
     # names that hold something else, references, code

@@ -41,8 +41,8 @@ _NOT_SECRET_SUFFIXES = frozenset(
     "id ids uuid name names env var vars variable file files path paths dir url uri endpoint host "  # noqa: SIM905
     "type kind len length size count limit limits budget max min ttl expiry expires expiration timeout "
     "lifetime age policy prompt hint hints field header label mode enabled required format rotation "
-    "scope scopes version cmd command helper source store location ref arn prefix suffix pattern usage "
-    "index stdin py js ts go rs rb java json jsonl yaml yml toml txt md cfg ini sh log pem crt csv xml html lock".split()
+    "scope scopes version cmd command helper source store location ref arn prefix suffix pattern usage index "
+    "stdin py js ts go rs rb java json jsonl yaml yml toml txt md cfg ini sh log pem crt csv xml html lock".split()
 )
 # Tokens that are ids needed to resume (pagination), not credentials.
 _NOT_SECRET_QUALIFIERS = frozenset({"page", "continuation", "next"})

@@ -126,13 +126,14 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 # A value after a name: quoted (an optional backslash for JSON inside a JSON string) or bare.
-# A quote followed by JSON punctuation closes a string (``"mysql -p", "b"``): it opens no value;
-# a single-quoted value never runs over a double quote (the end of the JSON string it is in).
+# A quote followed by JSON or code punctuation closes a string (``"mysql -p", "b"``,
+# ``"Cookie: ")``): it opens no value; a single-quoted value never runs over a double quote (the
+# end of the JSON string it is in).
 # A value is read escape by escape and never runs over a line end, real or escaped (``\n``
 # inside a JSON string): the next line is not part of it.
 _VALUE = (
-    r"""(?:\\?"(?P<dq>(?![\s,:}\]])(?:[^"\\\r\n]|\\[^"\r\nrn]){1,256})"""
-    r"""|\\?'(?P<sq>(?![\s,:}\]])(?:[^'"\\\r\n]|\\[^'"\r\nrn]){1,256})"""
+    r"""(?:\\?"(?P<dq>(?![\s,:;)}\]])(?:[^"\\\r\n]|\\[^"\r\nrn]){1,256})"""
+    r"""|\\?'(?P<sq>(?![\s,:;)}\]])(?:[^'"\\\r\n]|\\[^'"\r\nrn]){1,256})"""
     r"""|(?P<bare>(?:[^\s"'`,;()\[\]{}<>&\\]|\\[^\s"'`nrt]){1,256}))"""
 )
 _VALUE_GROUPS = ("value", "dq", "sq", "bare")
@@ -513,7 +514,8 @@ _TABLE: tuple[_Pattern, ...] = (
         "a MySQL password flag (-p<password>, -p <password>)",
         ("mysql", "mariadb"),
         _compile(
-            _words(("mysql", "mariadb"), run="A-Za-z0-9_.-") + r"(?:dump|admin|import|check|show|sh|-dump|-admin)?"
+            _words(("mysql", "mariadb"), run="A-Za-z0-9_.-")
+            + r"(?:dump|admin|import|check|show|sh|-dump|-admin)?"
             + _ARGS
             + r"[ \t]{1,8}-p(?:[ \t]{1,8})?"
             + _OPTION_VALUE
