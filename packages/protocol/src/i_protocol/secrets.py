@@ -178,8 +178,23 @@ _NAME = "(?P<name>" + _words(_NAME_WORDS, fold=True) + r"[A-Za-z0-9_.-]{0,40}+)"
 # a separator (each name pattern's separator starts so). In an ASCII text it is looked for in the
 # lower-cased text with plain literals, which the engine scans for about twice as fast.
 _NAME_SEPARATOR = r"""(?=[ \t=]|\\?["']?[ \t]{0,8}[=:])"""
-_NAME_CANDIDATE = _compile(_NAME + _NAME_SEPARATOR)
-_NAME_CANDIDATE_LOWER = _compile(f"(?:{'|'.join(_NAME_WORDS)})" + r"[a-z0-9_.-]{0,40}+" + _NAME_SEPARATOR)
+
+# The engine skips ahead to the first characters of these words; ``a`` and ``b`` are frequent
+# letters that would stop it everywhere, so ``auth`` and ``bearer`` (secret words only as a
+# name's last word) are looked for only in a text that holds one of them.
+_RARE_NAME_WORDS = ("auth", "bearer")
+_COMMON_NAME_WORDS = tuple(word for word in _NAME_WORDS if word not in _RARE_NAME_WORDS)
+
+
+def _candidates(words: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The candidate pattern for a text as it is and for an ASCII text lower-cased."""
+    name = "(?P<name>" + _words(words, fold=True) + r"[A-Za-z0-9_.-]{0,40}+)"
+    lower = f"(?:{'|'.join(words)})" + r"[a-z0-9_.-]{0,40}+"
+    return _compile(name + _NAME_SEPARATOR), _compile(lower + _NAME_SEPARATOR)
+
+
+_NAME_CANDIDATES = _candidates(_COMMON_NAME_WORDS)
+_ALL_NAME_CANDIDATES = _candidates(_NAME_WORDS)
 
 _REFERENCE = _compile(
     r"""(?x)
@@ -525,7 +540,9 @@ _TABLE: tuple[_Pattern, ...] = (
     _Pattern(
         "cli_password",
         "a password given to a command's option (docker login -p, redis-cli -a, sshpass -p)",
-        ("docker", "podman", "nerdctl", "buildah", "skopeo", "redis-cli", "keydb-cli", "sshpass"),
+        # Few gate words: each one a text lacks costs a scan of it (``login`` stands for the
+        # registry clients, all of which the pattern needs with ``login``).
+        ("login", "redis-cli", "sshpass"),
         _compile(
             "(?:"
             + _words(("docker", "podman", "nerdctl", "buildah", "skopeo"), run="A-Za-z0-9_.-")
@@ -534,7 +551,7 @@ _TABLE: tuple[_Pattern, ...] = (
             + _ARGS
             + r"[ \t]{1,8}-p[ \t]{1,8}"
             + "|"
-            + _words(("redis-cli", "keydb-cli"), run="A-Za-z0-9_.-")
+            + _words(("redis-cli",), run="A-Za-z0-9_.-")
             + _ARGS
             + r"[ \t]{1,8}-a[ \t]{1,8}"
             + "|"
@@ -716,7 +733,8 @@ def _named_spans(patterns: list[tuple[int, _Pattern]], text: str, lower: str) ->
     found: dict[int, list[tuple[int, int]]] = {rank: [] for rank, _ in patterns}
     resume = dict.fromkeys(found, 0)  # per pattern, where _spans would search next
     # ASCII: lower-casing keeps every offset and folds exactly what the patterns' (?i) folds.
-    haystack, search = (lower, _NAME_CANDIDATE_LOWER.search) if text.isascii() else (text, _NAME_CANDIDATE.search)
+    candidates = _ALL_NAME_CANDIDATES if any(word in lower for word in _RARE_NAME_WORDS) else _NAME_CANDIDATES
+    haystack, search = (lower, candidates[1].search) if text.isascii() else (text, candidates[0].search)
     candidate = search(haystack)
     while candidate is not None:
         start = candidate.start()
