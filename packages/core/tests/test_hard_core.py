@@ -243,7 +243,11 @@ BASE = {"protocol": "openai", "base_url": "http://127.0.0.1:8080/v1", "model": "
         ({"extra_body": {"options": [{"access-token": "sk-LITERAL"}]}}, "extra_body.options[0].access-token"),
         ({"extra_body": {"a": {"b": {"c": {"Client_Secret": "sk-LITERAL"}}}}}, "extra_body.a.b.c.Client_Secret"),
         ({"extra_body": {"TOKEN": "sk-LITERAL"}}, "extra_body.TOKEN"),
-        ({"extra_body": {"key": "sk-LITERAL"}}, "extra_body.key"),
+        # Names the secret table also masks (one name rule): refused since they hold a secret.
+        ({"extra_body": {"SECRET_KEY": "sk-LITERAL"}}, "extra_body.SECRET_KEY"),
+        ({"extra_body": {"AWS_SECRET_ACCESS_KEY": "sk-LITERAL"}}, "extra_body.AWS_SECRET_ACCESS_KEY"),
+        ({"extra_body": {"DB_PASS": "sk-LITERAL"}}, "extra_body.DB_PASS"),
+        ({"extra_body": {"pwd": "sk-LITERAL"}}, "extra_body.pwd"),
         ({"extra_body": {"bearer": "sk-LITERAL"}}, "extra_body.bearer"),
         ({"extra_body": {"password": "sk-LITERAL"}}, "extra_body.password"),
         ({"budget": {"secret": "sk-LITERAL"}}, "budget.secret"),
@@ -308,6 +312,10 @@ def test_harmless_fields_that_look_a_little_like_credentials_are_accepted() -> N
                 "chat_template_kwargs": {"enable_thinking": False},
                 "cache_key": "x",
                 "keywords": ["a"],
+                # ``key`` alone and ``session_id`` are data and ids, not credentials (the one name
+                # rule of i_protocol.credentials; the secret table does not mask them either).
+                "key": "x",
+                "session_id": "s-1",
             },
         },
         "cfg.json",

@@ -49,6 +49,14 @@ FORMS = [
     ("Set-Cookie: sid=38afes7a8; Path=/; HttpOnly", "cookie", "38afes7a8", "Set-Cookie: "),
     ("mysql -uroot -pS3cret!", "mysql_password", "S3cret!", "mysql -uroot -p"),
     ("mysqldump -h db.internal -u app -p'p@ss w0rd' shop", "mysql_password", "p@ss w0rd", " shop"),
+    # -p then a space prompts in mysql, but a value there is what the user meant as the password
+    ("mysql -u root -p S3cretPw shop", "mysql_password", "S3cretPw", "mysql -u root -p "),
+    ("docker login -u bob -p Dk8rHub2pw registry.example.com", "cli_password", "Dk8rHub2pw", "registry.example.com"),
+    ("redis-cli -h cache -p 6379 -a R3disS3cret ping", "cli_password", "R3disS3cret", "-p 6379 -a "),
+    ("sshpass -pSshp4ssw0rd ssh deploy@host", "cli_password", "Sshp4ssw0rd", "ssh deploy@host"),
+    ("curl -u admin:Adm1nPass https://api.example.com/v1", "user_password", "Adm1nPass", "curl -u admin:"),
+    ("curl --user=deploy:Tr4inC4r9 https://ci", "user_password", "Tr4inC4r9", "--user=deploy:"),
+    ("AWS Secret Access Key [None]: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_key", "wJalrXUtnFEMI", ": "),
     ("machine api.example.com\n  login bob\n  password hunter2", "netrc_password", "hunter2", "login bob"),
     ("login --password hunter2_x1 --user bob", "secret_flag", "hunter2_x1", "--password "),
     ("login --password=hunter2_x1", "secret_flag", "hunter2_x1", "--password="),
@@ -156,7 +164,9 @@ NOT_SECRETS = [
     # a path given for a secret is not the secret (documented: --password-file PATH)
     "mysql --password-file /run/secrets/db --user app",
     "docker login --password-stdin --username bob",
-    "mysql -u root -p shop",
+    "mysql -u root -p < dump.sql; mysql -p -h db shop; mysql -u root -p",
+    'redis-cli -a $REDIS_PASSWORD ping; curl -u bob https://example.com; curl -u "$USER:$TOKEN" https://x',
+    "docker login -u bob --password-stdin registry.example.com",
     "password_file=/run/secrets/db_password",
     # names that hold something else, references, code
     "max_tokens=4096 and tokenizer=utf8_bytes; token_id=tok_12345678; next_page_token=CAESBggDEK",

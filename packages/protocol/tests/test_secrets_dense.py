@@ -113,8 +113,9 @@ def operations(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
     with monkeypatch.context() as patch:
         table = tuple(dataclasses.replace(p, regex=Counting(p.regex, counts)) for p in secrets._TABLE)  # type: ignore[arg-type]
         patch.setattr(secrets, "_TABLE", table)
-        for name in ("_NAME_CANDIDATE", "_NAME_CANDIDATE_LOWER", "_VALUE_RE"):
-            patch.setattr(secrets, name, Counting(getattr(secrets, name), counts))
+        patch.setattr(secrets, "_VALUE_RE", Counting(secrets._VALUE_RE, counts))
+        for name in ("_NAME_CANDIDATES", "_ALL_NAME_CANDIDATES"):
+            patch.setattr(secrets, name, tuple(Counting(pattern, counts) for pattern in getattr(secrets, name)))
         secrets.find_secrets(text)
     return counts["calls"]
 

@@ -4,7 +4,8 @@ Public API (versioned with i-protocol): :class:`SecretMatch`, :data:`DESCRIPTION
 :data:`GATE_WORDS`, :data:`MARKER`, :func:`find_secrets`, :func:`contains_secret`,
 :func:`may_contain_secret`, :func:`redact` and :func:`looks_like_credential` (the name rule
 for config fields and environment variables: ``github_token`` holds a secret, ``max_tokens``
-does not). Everything named ``_…`` is private. The module is imported on demand
+does not; the one name rule, from :mod:`i_protocol.credentials`). Everything named ``_…`` is
+private. The module is imported on demand
 (``from i_protocol.secrets import …``), not by ``i_protocol`` itself, so that a worker that never
 checks secrets does not compile the table at start-up.
 
@@ -19,20 +20,32 @@ What is a secret (each pattern of :data:`DESCRIPTIONS`): key formats with a know
 JWTs, PEM private key blocks), credentials in known places (``Bearer``/``Basic`` headers,
 ``Cookie:``/``Set-Cookie:`` headers, ``scheme://user:pw@host``, ``mysql -p<pw>``, a netrc
 ``login … password …`` entry) and values given to a **secret name**: ``NAME=value``,
-``NAME: value``, ``--name value``. A secret name has a word (split on ``_ . -`` and spaces)
-that is ``pass``/``pwd`` or ends in ``password``, ``passphrase``, ``secret``, ``token``,
-``credential(s)``, ``apikey``, or is ``key`` after ``api``/``access``/``private``/… .
+``NAME: value``, ``--name value``. Whether a name is a secret name is decided by the one name
+rule of :mod:`i_protocol.credentials` (:func:`looks_like_credential`, the rule config.json and
+mcp.json names are checked with): a word such as ``pass``, ``pwd``, ``…password``, ``…secret``,
+``…token``, ``…credential(s)``, ``key`` after ``api``/``access``/``private``/…, or a last word
+``auth``/``authorization``/``bearer``/``cookie``.
 
 What is not: a name whose last word says it holds something else (``password_file``,
-``api_key_env``, ``token_id``, ``token_budget``, ``secret_store.py``: see
-``_NOT_SECRET_SUFFIXES``), so **``--password-file PATH`` is a path, not a secret**; a reference
+``api_key_env``, ``token_id``, ``token_budget``, ``secret_store.py``; ``key`` alone), so
+**``--password-file PATH`` is a path, not a secret**; a reference
 as the value (``$VAR``, ``${VAR}``, ``%VAR%``, ``env:VAR``, an ``UPPER_SNAKE`` name, a path,
-``<placeholder>``, ``{{template}}``, a mask, ``none``/``true``/…, a type such as ``str``, a call
-``f(…)``); a ``name: value`` label in the middle of a line whose value is a plain word
-(``password: stored in the vault`` is prose; at the end of a line or quoted it is a value);
+``<placeholder>``, ``{{template}}``, a mask, ``none``/``true``/``undefined``/…, a type such as
+``str``); a **code expression** after a secret name (not after a ``--flag``): a value that starts
+with a keyword (``await``, ``async``, ``new``, ``yield``, ``typeof``, ``lambda``, …), is a member
+access (``options.apiKey``), is followed by a call, an index or a member (``f(…)``, ``keys[0]``,
+``"~".join``) or by an operator (``"~" + home``, ``t ?? x``; not shell's ``&&``, ``||``, ``|``,
+``;`` or redirections), or is the name's own last part (``password=password``); while a bare
+word or a quoted literal stays a secret (``DB_PASS=hunter2``, ``password = "hunter2"``); a
+``name: value`` label in the middle of a line whose value is a plain word (``password: stored
+in the vault`` is prose; at the end of a line or quoted it is a value);
 ``sk-`` words without a random-looking run (``sk-learn-compat-layer-v2``); ids and hashes
 (``tx_7781``, ``HAT136``, hex digests, UUIDs), which match no prefix. There is no entropy
 guessing: a secret in an unknown format can get through.
+
+A mask never crosses a line end, real or escaped (``\\n`` inside a JSON string, as in a tool
+call's arguments): a value is read escape by escape and ends there, and a name right after an
+escaped line end starts after it. A private key block is the one mask that spans lines.
 
 Linear time: every pattern starts with a literal or a class of first characters, so the engine
 skips to candidates in C, then checks with a fixed-width look-behind that a key starts a run of
@@ -113,15 +126,22 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 # A value after a name: quoted (an optional backslash for JSON inside a JSON string) or bare.
-# A quote followed by JSON punctuation closes a string (``"mysql -p", "b"``): it opens no value;
-# a single-quoted value never runs over a double quote (the end of the JSON string it is in).
+# A quote followed by JSON or code punctuation closes a string (``"mysql -p", "b"``,
+# ``"Cookie: ")``): it opens no value; a single-quoted value never runs over a double quote (the
+# end of the JSON string it is in).
+# A value is read escape by escape and never runs over a line end, real or escaped (``\n``
+# inside a JSON string): the next line is not part of it.
 _VALUE = (
-    r"""(?:\\?"(?P<dq>(?![\s,:}\]])(?:[^"\\\n]|\\[^"\n]){1,256})"""
-    r"""|\\?'(?P<sq>(?![\s,:}\]])(?:[^'"\\\n]|\\[^'"\n]){1,256})"""
-    r"""|(?P<bare>[^\s"'`,;()\[\]{}<>&]{1,256}))"""
+    r"""(?:\\?"(?P<dq>(?![\s,:;)}\]])(?:[^"\\\r\n]|\\[^"\r\nrn]){1,256})"""
+    r"""|\\?'(?P<sq>(?![\s,:;)}\]])(?:[^'"\\\r\n]|\\[^'"\r\nrn]){1,256})"""
+    r"""|(?P<bare>(?:[^\s"'`,;()\[\]{}<>&\\]|\\[^\s"'`nrt]){1,256}))"""
 )
 _VALUE_GROUPS = ("value", "dq", "sq", "bare")
 _VALUE_RE = _compile(_VALUE)
+# The other arguments of a command, before the one that holds a password (never over a line end).
+_ARGS = r"(?:[ \t]{1,8}(?:[^\s;|&\\]|\\[^\s;|&nrt]){1,256}){0,16}?"
+# An option's value: not another option, a pipe or a redirection (``mysql -p -h db`` prompts).
+_OPTION_VALUE = r"(?![-|<>])" + _VALUE
 _PEM = r"-----{0}(?:[A-Z0-9]+ ){{0,8}}PRIVATE KEY(?: BLOCK)?-----"
 _BASE64URL = "A-Za-z0-9_-"
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -151,16 +171,30 @@ def _words(words: tuple[str, ...], *, fold: bool = False, run: str | None = None
 
 # A name whose secret word (the precise rule is _is_secret_name) starts the match; the rest of
 # the name, before the word, is found by _name_start (a regex cannot look back a variable way).
-_NAME = (
-    "(?P<name>" + _words(("pass", "pwd", "secret", "token", "credential", "key"), fold=True) + r"[A-Za-z0-9_.-]{0,40}+)"
-)
+_NAME_WORDS = ("pass", "pwd", "secret", "token", "credential", "key", "auth", "bearer", "cookie")
+_NAME = "(?P<name>" + _words(_NAME_WORDS, fold=True) + r"[A-Za-z0-9_.-]{0,40}+)"
 
 # Where a name pattern can match: a secret word, the rest of its name and the first character of
 # a separator (each name pattern's separator starts so). In an ASCII text it is looked for in the
 # lower-cased text with plain literals, which the engine scans for about twice as fast.
 _NAME_SEPARATOR = r"""(?=[ \t=]|\\?["']?[ \t]{0,8}[=:])"""
-_NAME_CANDIDATE = _compile(_NAME + _NAME_SEPARATOR)
-_NAME_CANDIDATE_LOWER = _compile(r"(?:pass|pwd|secret|token|credential|key)[a-z0-9_.-]{0,40}+" + _NAME_SEPARATOR)
+
+# The engine skips ahead to the first characters of these words; ``a`` and ``b`` are frequent
+# letters that would stop it everywhere, so ``auth`` and ``bearer`` (secret words only as a
+# name's last word) are looked for only in a text that holds one of them.
+_RARE_NAME_WORDS = ("auth", "bearer")
+_COMMON_NAME_WORDS = tuple(word for word in _NAME_WORDS if word not in _RARE_NAME_WORDS)
+
+
+def _candidates(words: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The candidate pattern for a text as it is and for an ASCII text lower-cased."""
+    name = "(?P<name>" + _words(words, fold=True) + r"[A-Za-z0-9_.-]{0,40}+)"
+    lower = f"(?:{'|'.join(words)})" + r"[a-z0-9_.-]{0,40}+"
+    return _compile(name + _NAME_SEPARATOR), _compile(lower + _NAME_SEPARATOR)
+
+
+_NAME_CANDIDATES = _candidates(_COMMON_NAME_WORDS)
+_ALL_NAME_CANDIDATES = _candidates(_NAME_WORDS)
 
 _REFERENCE = _compile(
     r"""(?x)
@@ -175,66 +209,31 @@ _REFERENCE = _compile(
 )
 # Words that stand for no value: empty markers and type names (``password: str``).
 _NOT_VALUES = frozenset(
-    "none null nil unset empty true false required redacted optional "  # noqa: SIM905 - a word list reads best so
-    "str bytes int bool string number any object secretstr".split()
+    "none null nil unset empty true false required redacted optional undefined "  # noqa: SIM905 - a word list reads best so
+    "str bytes int bool string number any object secretstr "
+    "bearer basic digest negotiate ntlm token".split()  # an auth scheme: ``Authorization: Bearer …``
 )
-# A last word that says the value is about the secret, not the secret itself (a file extension
-# too: ``secret_store.py:12`` is a file and a line).
-_NOT_SECRET_SUFFIXES = frozenset(
-    "id ids uuid name names env var vars variable file files path paths dir url uri endpoint host "  # noqa: SIM905
-    "type kind len length size count limit limits budget max min ttl expiry expires expiration timeout "
-    "lifetime age policy prompt hint hints field header label mode enabled required format rotation "
-    "scope scopes version cmd command helper source store location ref arn prefix suffix pattern usage "
-    "index py js ts go rs rb java json jsonl yaml yml toml txt md cfg ini sh log pem crt csv xml html lock".split()
+# A value is a code expression, not a secret, when it starts with a keyword, is a member access
+# (``options.apiKey``, ``process.env.KEY``), or is followed by a call, an index, a member of a
+# literal (``"~".join``) or an operator (``"~" + home``). A bare word or a quoted literal stays a
+# secret. Shell's ``&&``, ``||``, ``|``, ``;`` and redirections are not operators here
+# (``DB_PASS=x && ./run``), nor a spaced ``-`` (prose, flags).
+_CODE_KEYWORDS = frozenset("await async new yield typeof void delete lambda function not".split())  # noqa: SIM905
+_MEMBER_ACCESS = _compile(r"[A-Za-z_$][\w$]*(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]*)+")
+_CONTINUED = _compile(
+    r"""\\?["']?(?:[(\[]|\.[A-Za-z_$])"""  # right after it: a call, an index, a member
+    r"""|\\?["']?[ \t]{0,8}(?:[+*%]|/[ \t]|\?\??[ \t]|[=!]==?|[<>]=)"""  # then an operator
 )
-# Tokens that are ids needed to resume (pagination), not credentials.
-_NOT_SECRET_QUALIFIERS = frozenset({"page", "continuation", "next"})
-_KEY_QUALIFIERS = (
-    "api",
-    "access",
-    "private",
-    "secret",
-    "client",
-    "signing",
-    "encryption",
-    "master",
-)  # OPENAIAPI_KEY too
-_SECRET_ENDINGS = (
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "secrets",
-    "token",
-    "credential",
-    "credentials",
-    "apikey",
-    "accesskey",
-    "privatekey",
-    "secretkey",
-)
-_WORD_SEPARATORS = _compile(r"[\s_.-]+")
-_EOL = _compile(r"""\\?["']?[ \t]{0,64}(?:\r?\n|\Z)""")
+_EOL = _compile(r"""\\?["']?[ \t]{0,64}(?:\r?\n|\\r\\n|\\n|\Z)""")
 # ``pass`` is a secret word only as a whole word (``DB_PASS=``, ``--pass x``): its gates include
 # what may follow it in a name, so ``3 passed`` in test output costs no pattern scan.
 _PASS_GATES = ("passw", "passp", *(f"pass{c}" for c in "_.- \t\"'\\=:"))
-_NAME_GATES = (*_PASS_GATES, "pwd", "secret", "token", "credential", "key")
+_NAME_GATES = (*_PASS_GATES, *_NAME_WORDS[1:])
 
 
-@lru_cache(maxsize=4096)  # names repeat (``key``, ``max_tokens``): real text asks for few distinct ones
-def _is_secret_name(name: str) -> bool:
-    words = [word for word in _WORD_SEPARATORS.split(name.lower()) if word]
-    last = -1
-    for index, word in enumerate(words):
-        if (
-            word in ("pass", "pwd")
-            or word.endswith(_SECRET_ENDINGS)
-            or (word == "key" and index > 0 and words[index - 1].endswith(_KEY_QUALIFIERS))
-        ):
-            last = index
-    if last < 0 or (last and words[last - 1] in _NOT_SECRET_QUALIFIERS):
-        return False
-    return last == len(words) - 1 or words[-1] not in _NOT_SECRET_SUFFIXES
+# The name rule is i_protocol.credentials' (config.json and mcp.json names ask it too): one
+# verdict per name; cached, because names repeat (``key``, ``max_tokens``).
+_is_secret_name = lru_cache(maxsize=4096)(looks_like_credential)
 
 
 def _value_group(match: re.Match[str]) -> str | int:
@@ -279,19 +278,25 @@ def _name(match: re.Match[str], after: str) -> str | None:
     ``after``)."""
     text = match.string
     start = _name_start(text, match.start())
-    if start is None or (start and text[start - 1] in after):
+    if start is None:
+        return None
+    if start and text[start - 1] == "\\" and text[start] in "nrt" and _odd_backslashes(text, start):
+        start += 1  # after an escaped line end or tab (``\nDB_PASS=`` inside a JSON string)
+    elif start and text[start - 1] in after:
         return None
     return text[start : match.end("name")]
 
 
 def _flag_value(match: re.Match[str]) -> tuple[int, int] | None:
     name = _name(match, "")
-    return _value_span(match) if name is not None and name.startswith("--") and _is_secret_name(name) else None
+    if name is None or not name.startswith("--") or not _is_secret_name(name):
+        return None
+    return _value_span(match, code=False)  # a command line: ``--token a.b`` is no member access
 
 
 def _assigned_value(match: re.Match[str]) -> tuple[int, int] | None:
     name = _name(match, "/\\")
-    return _value_span(match) if name is not None and _is_secret_name(name) else None
+    return _value_span(match, name=name) if name is not None and _is_secret_name(name) else None
 
 
 def _labelled_value(match: re.Match[str]) -> tuple[int, int] | None:
@@ -301,23 +306,39 @@ def _labelled_value(match: re.Match[str]) -> tuple[int, int] | None:
         return None
     end = match.end("name")
     if _is_secret_name(name) or _is_secret_name(_word_before(match.string, end - len(name), end)):
-        return _value_span(match, labelled=True)
+        return _value_span(match, labelled=True, name=name)
     return None
 
 
-def _value_span(match: re.Match[str], *, labelled: bool = False) -> tuple[int, int] | None:
-    """The span of the value after a name and its separator, unless it is a reference. Matched
-    apart from the name, so that a name that is no secret's costs no scan of a value. A label's
-    (``name: value``) value is one when quoted, when it ends its line or when it is not a plain
-    word: ``password: stored in the vault`` is prose."""
+def _value_span(
+    match: re.Match[str], *, labelled: bool = False, code: bool = True, name: str = ""
+) -> tuple[int, int] | None:
+    """The span of the value after a name and its separator, unless it is a reference or (with
+    ``code``) a code expression. Matched apart from the name, so that a name that is no secret's
+    costs no scan of a value. A label's (``name: value``) value is one when quoted, when it ends
+    its line or when it is not a plain word: ``password: stored in the vault`` is prose."""
     value = _VALUE_RE.match(match.string, match.end())
-    if value is None or not _is_value(value):
+    if value is None or not _is_value(value) or (code and _is_code(value, name)):
         return None
     bare = value.group("bare")
     prose = bare is not None and all(char.isalpha() or char in "-_.'" for char in bare)
     if labelled and prose and not _EOL.match(value.string, value.end()):
         return None
     return _span(value)
+
+
+def _is_code(value: re.Match[str], name: str) -> bool:
+    """Whether a value after the secret name ``name`` is a code expression (:data:`_CODE_KEYWORDS`);
+    a bare value that is the name's own last part passes a variable on (``password=password``,
+    ``self.token = token``)."""
+    bare = value.group("bare")
+    if bare is not None and (
+        bare.rstrip(":") in _CODE_KEYWORDS
+        or _MEMBER_ACCESS.fullmatch(bare)
+        or bare.lower() == name.rpartition(".")[2].lstrip("-").lower()
+    ):
+        return True
+    return _CONTINUED.match(value.string, value.end()) is not None
 
 
 def _word_before(text: str, start: int, end: int) -> str:
@@ -412,6 +433,22 @@ _TABLE: tuple[_Pattern, ...] = (
         _compile(_words(("AKIA", "ASIA", "ABIA", "ACCA"), run="A-Z0-9") + "[A-Z0-9]{16}(?![A-Z0-9])"),
     ),
     _Pattern(
+        "aws_secret_key",
+        "an AWS secret access key",
+        ("akia", "asia", "secret access key"),
+        # Right after its key id (a credentials CSV, a pasted pair) or after the prompt of
+        # ``aws configure``; ``aws_secret_access_key = …`` is a secret name's value.
+        _compile(
+            "(?:"
+            + _words(("AKIA", "ASIA"), run="A-Z0-9")
+            + r"""[A-Z0-9]{16}\\?["']?[ \t,:;=|]{1,8}\\?["']?"""
+            + "|"
+            + _words(("secret access key",), fold=True)
+            + r"(?:[ \t]{0,8}\[[^\]\r\n]{0,64}\])?[ \t]{0,8}:[ \t]{0,8}"
+            + r")(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+        ),
+    ),
+    _Pattern(
         "slack_token",
         "a Slack token",
         ("xox", "xapp-"),
@@ -472,7 +509,10 @@ _TABLE: tuple[_Pattern, ...] = (
         ("://",),
         # After a scheme (a letter or digit before ``://``), the user (no brackets: a marker is
         # none), then the password.
-        _compile(r"://(?<=[A-Za-z0-9+.-]...)[^\s:/@\[\]]{1,256}:(?P<value>[^\s@/]{1,256})@"),
+        _compile(
+            r"://(?<=[A-Za-z0-9+.-]...)(?:[^\s:/@\[\]\\]|\\[^\s:/@nrt]){1,256}:"
+            r"(?P<value>(?:[^\s@/\\]|\\[^\s@/nrt]){1,256})@"
+        ),
         _when(_is_value),
     ),
     _Pattern(
@@ -486,11 +526,52 @@ _TABLE: tuple[_Pattern, ...] = (
     ),
     _Pattern(
         "mysql_password",
-        "a MySQL password flag (-p<password>)",
+        "a MySQL password flag (-p<password>, -p <password>)",
         ("mysql", "mariadb"),
         _compile(
-            _words(("mysql", "mariadb"), run="A-Za-z0-9_.-") + r"(?:dump|admin|import|check|show|sh|-dump|-admin)?"
-            r"(?:[ \t]{1,8}[^\s;|&]{1,256}){0,16}?[ \t]{1,8}-p" + _VALUE
+            _words(("mysql", "mariadb"), run="A-Za-z0-9_.-")
+            + r"(?:dump|admin|import|check|show|sh|-dump|-admin)?"
+            + _ARGS
+            + r"[ \t]{1,8}-p(?:[ \t]{1,8})?"
+            + _OPTION_VALUE
+        ),
+        _when(_is_value),
+    ),
+    _Pattern(
+        "cli_password",
+        "a password given to a command's option (docker login -p, redis-cli -a, sshpass -p)",
+        # Few gate words: each one a text lacks costs a scan of it (``login`` stands for the
+        # registry clients, all of which the pattern needs with ``login``).
+        ("login", "redis-cli", "sshpass"),
+        _compile(
+            "(?:"
+            + _words(("docker", "podman", "nerdctl", "buildah", "skopeo"), run="A-Za-z0-9_.-")
+            + _ARGS
+            + r"[ \t]{1,8}login"
+            + _ARGS
+            + r"[ \t]{1,8}-p[ \t]{1,8}"
+            + "|"
+            + _words(("redis-cli",), run="A-Za-z0-9_.-")
+            + _ARGS
+            + r"[ \t]{1,8}-a[ \t]{1,8}"
+            + "|"
+            + _words(("sshpass",), run="A-Za-z0-9_.-")
+            + _ARGS
+            + r"[ \t]{1,8}-p[ \t]{0,8}"
+            + ")"
+            + _OPTION_VALUE
+        ),
+        _when(_is_value),
+    ),
+    _Pattern(
+        "user_password",
+        "a password in a user:password option (curl -u)",
+        ("curl",),
+        _compile(
+            _words(("curl",), run="A-Za-z0-9_.-")
+            + _ARGS
+            + r"""[ \t]{1,8}(?:-u[ \t]{0,8}|--user(?:[ \t]{1,8}|=))\\?["']?(?:[^\s:"'\\]){0,256}:"""
+            + r"""(?P<value>(?:[^\s"'\\]|\\[^\s"'nrt]){1,256})"""
         ),
         _when(_is_value),
     ),
@@ -652,7 +733,8 @@ def _named_spans(patterns: list[tuple[int, _Pattern]], text: str, lower: str) ->
     found: dict[int, list[tuple[int, int]]] = {rank: [] for rank, _ in patterns}
     resume = dict.fromkeys(found, 0)  # per pattern, where _spans would search next
     # ASCII: lower-casing keeps every offset and folds exactly what the patterns' (?i) folds.
-    haystack, search = (lower, _NAME_CANDIDATE_LOWER.search) if text.isascii() else (text, _NAME_CANDIDATE.search)
+    candidates = _ALL_NAME_CANDIDATES if any(word in lower for word in _RARE_NAME_WORDS) else _NAME_CANDIDATES
+    haystack, search = (lower, candidates[1].search) if text.isascii() else (text, candidates[0].search)
     candidate = search(haystack)
     while candidate is not None:
         start = candidate.start()

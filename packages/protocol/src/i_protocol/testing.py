@@ -2,7 +2,8 @@
 
 Public API, versioned with the protocol: ``drawn_parents`` and ``error_module_problems`` (the rule
 for a package's exceptions module); ``time_scale``, ``scaled`` and ``wait_until`` (tests that do
-not depend on the machine being idle).
+not depend on the machine being idle); ``secret_forms`` (the secret forms every place that keeps
+or sends text must mask).
 
 A test's timeouts — a limit it passes to the code under test so that the limit must *not* fire,
 or a guard on a subprocess — are multiplied by ``I_TEST_TIME_SCALE`` (default 4), so a loaded
@@ -12,13 +13,16 @@ never scaled, and no test asserts how long something took: timings belong in ``b
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 from collections.abc import Callable
+from importlib import resources
 from types import ModuleType
+from typing import TypedDict
 
-__all__ = ["drawn_parents", "error_module_problems", "scaled", "time_scale", "wait_until"]
+__all__ = ["SecretForm", "drawn_parents", "error_module_problems", "scaled", "secret_forms", "time_scale", "wait_until"]
 
 TIME_SCALE_ENV = "I_TEST_TIME_SCALE"
 DEFAULT_TIME_SCALE = 4.0
@@ -101,3 +105,20 @@ def error_module_problems(module: ModuleType) -> list[str]:
                 f"{module.__name__}.{name} derives from {base}, but the docstring draws {parents.get(name)}"
             )
     return problems
+
+
+class SecretForm(TypedDict):
+    """One form of ``secret_forms.json``: a text, the secret values in it, the words that stay."""
+
+    id: str
+    text: str
+    secrets: list[str]
+    kept: list[str]
+
+
+def secret_forms() -> list[SecretForm]:
+    """The committed secret forms (``i_protocol/secret_forms.json``): each place that keeps or
+    sends text (summaries, memory, transcripts) tests that none of their ``secrets`` is left."""
+    text = resources.files("i_protocol").joinpath("secret_forms.json").read_text(encoding="utf-8")
+    forms: list[SecretForm] = json.loads(text)["forms"]
+    return forms
