@@ -159,6 +159,14 @@ def test_each_row_has_a_verdict(dirs, tmp_path):
     assert "VERDICT" in table.stdout.splitlines()[1]
 
 
+def test_the_build_line_is_read_without_its_separators(tmp_path):
+    # The second --version line as our console scripts print it: ';' ends each build, never part of it.
+    line = "build 0123456789ab; i-protocol 0.2.3 build ba9876543210; needs i-protocol>=0.2.3,<0.3"
+    argv = [program(tmp_path, "w", f"print('i-worker-web 0.1.3 (i-protocol 1)')\nprint({line!r})")]
+    answer = versions.ask_version(argv)
+    assert (answer.build, answer.library, answer.library_build) == ("0123456789ab", "0.2.3", "ba9876543210")
+
+
 def test_an_installed_worker_reports_its_library_and_build(dirs):
     installed("i_memory")
     memory = rows(dirs)["memory"]
@@ -170,6 +178,8 @@ def test_an_installed_worker_reports_its_library_and_build(dirs):
     assert document["core"]["library"] == LIBRARY
     row = next(m for m in document["modules"] if m["module"] == "memory")
     assert row["verdict"] == "ok" and row["library_build"]
+    # The build is the 12-hex tree prefix alone, not the ';' that ends it on the --version line.
+    assert re.fullmatch(r"[0-9a-f]{12}", row["library_build"]), row["library_build"]
 
 
 def test_the_oldest_workers_are_docs_compatibility_s():

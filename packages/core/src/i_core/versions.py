@@ -39,7 +39,7 @@ from .terminal_text import for_terminal
 
 VERSION_TIMEOUT_S = 3.0
 _VERSION_LINE = re.compile(r"^(?P<package>\S(?:.*\S)?) (?P<version>\S+) \(i-protocol (?P<protocol>[^)\s]+)\)$")
-_BUILD_LINE = re.compile(r"^build (?P<build>\S+); i-protocol (?P<library>\S+) build (?P<library_build>\S+)")
+_BUILD_LINE = re.compile(r"^build (?P<build>[^\s;]+); i-protocol (?P<library>[^\s;]+) build (?P<library_build>[^\s;]+)")
 EXIT_PROTOCOL = preflight.EXIT_PROTOCOL
 
 
