@@ -123,7 +123,28 @@ def build_of(folder: str, version: str) -> Build:
 
 def wheel(build: Build) -> Path:
     """The wheel of ``build``, built once from ``git archive <commit> packages/<folder>``."""
-    out = CACHE / "wheels" / f"{build.folder}-{build.tree[:12]}"
+    return _built_wheel(build, CACHE / "wheels" / f"{build.folder}-{build.tree[:12]}")
+
+
+def doctored_protocol_wheel() -> tuple[Build, Path]:
+    """Today's i-protocol version built from a copy of its source that no longer exports
+    ``exit_fast``: another build under the same version, as a wheel from a stray checkout would be.
+    Used when the history holds no other build of a fitting version (each version names one build)."""
+    head = head_build("protocol")
+
+    def doctor(source: Path) -> None:
+        init = source / "src" / "i_protocol" / "__init__.py"
+        text = init.read_text()
+        doctored = text.replace("from .worker import Request, Worker, exit_fast", "from .worker import Request, Worker")
+        doctored = doctored.replace('    "exit_fast",\n', "")
+        if doctored == text:
+            raise Failed("cannot doctor i_protocol/__init__.py: its exit_fast import moved")
+        init.write_text(doctored)
+
+    return head, _built_wheel(head, CACHE / "wheels" / f"protocol-doctored-{head.tree[:12]}", doctor)
+
+
+def _built_wheel(build: Build, out: Path, doctor: Callable[[Path], None] | None = None) -> Path:
     found = sorted(out.glob("*.whl"))
     if found:
         return found[0]
@@ -136,6 +157,8 @@ def wheel(build: Build) -> Path:
         ).stdout
         with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
             tar.extractall(tmp, filter="data")
+        if doctor is not None:
+            doctor(Path(tmp) / "packages" / build.folder)
         staging = Path(tmp) / "wheel"
         pip(
             "wheel",
@@ -442,14 +465,16 @@ def mixed_pip_env(protocol: Build) -> Callable[[], Path]:
     return make
 
 
-def other_build_env(protocol: Build) -> Callable[[], Path]:
-    """Today's packages on another build of the i-protocol version they need."""
+def other_build_env(protocol: Build | None) -> Callable[[], Path]:
+    """Today's packages on another build of the i-protocol version they need: ``protocol`` from
+    the history, or (None) today's version doctored."""
 
     def make() -> Path:
-        path = new_venv(CACHE / "venvs" / f"otherbuild-{protocol.tree[:10]}")
+        built = wheel(protocol) if protocol is not None else doctored_protocol_wheel()[1]
+        path = new_venv(CACHE / "venvs" / f"otherbuild-{built.parent.name}")
         python = path / "bin" / "python"
         pip("install", "-q", "--no-index", "--no-deps", *(str(wheel(head_build(f))) for f in SCRIPTS), python=python)
-        pip("install", "-q", "--no-index", "--no-deps", str(wheel(protocol)), python=python)
+        pip("install", "-q", "--no-index", "--no-deps", str(built), python=python)
         return path
 
     return make
@@ -557,12 +582,10 @@ def rows(pins: list[str]) -> list[Row]:
         )
     other = other_build_of_fitting_protocol(needs)
     if other is not None:
-        found.append(
-            Row(
-                f"today's packages on i-protocol {other.version} as built at {other.commit[:7]}",
-                stop_row(other_build_env(other), "is another build"),
-            )
-        )
+        title = f"today's packages on i-protocol {other.version} as built at {other.commit[:7]}"
+    else:
+        title = f"today's packages on i-protocol {head_build('protocol').version}, another build (exit_fast removed)"
+    found.append(Row(title, stop_row(other_build_env(other), "is another build")))
 
     def node_row() -> str:
         node_program = shutil.which("node")
