@@ -182,11 +182,14 @@ def _assistant(output: list[Any]) -> dict[str, Any]:
     for index, item in enumerate(output):
         kind = item.get("type") if isinstance(item, dict) else None
         if kind == "message":
-            for part in item.get("content") or []:
+            content = item.get("content") or []
+            if not isinstance(content, list):
+                raise ValueError(f"output[{index}].content is not a list of parts")
+            for part in content:
                 if isinstance(part, dict) and part.get("type") == "output_text":
-                    runs[-1] += str(part.get("text") or "")
+                    runs[-1] += _text(part, "text", index)
                 elif isinstance(part, dict) and part.get("type") == "refusal":
-                    refusals.append(str(part.get("refusal") or ""))
+                    refusals.append(_text(part, "refusal", index))
             continue
         runs.append("")  # another item separates the text around it
         if kind == "function_call":
@@ -202,6 +205,13 @@ def _assistant(output: list[Any]) -> dict[str, Any]:
     if replay:
         message["_responses_output"] = replay
     return message
+
+
+def _text(part: dict[str, Any], key: str, index: int) -> str:
+    value = part.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"output[{index}] has a {part.get('type')} part whose {key} is not a string")
+    return value or ""
 
 
 def _call(item: dict[str, Any], index: int) -> dict[str, Any]:

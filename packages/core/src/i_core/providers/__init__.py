@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConfigError, ModelError, ProviderError
 from .anthropic import AnthropicAdapter
 from .openai import DeepSeekAdapter, OpenAIAdapter
 from .rejection import context_rejection
-from .reply import RESERVED_FIELDS, Adapter, ModelReply, StreamParser
+from .reply import INVALID_EVENT, RESERVED_FIELDS, Adapter, ModelReply, StreamParser
 from .responses import ResponsesAdapter
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ __all__ = [
     "require_protocol_modules",
 ]
 
+_T = TypeVar("_T")
 PROTOCOLS = ("openai", "deepseek", "anthropic", "responses")
 # The module each protocol needs in the manifest, for the events it must handle there.
 _NEEDS = {"responses": ("responses", ("before_request", "after_response"))}
@@ -101,7 +102,7 @@ def exchange(
         def feed(event: dict[str, Any]) -> None:
             nonlocal fed
             fed += 1
-            parser.feed(event)
+            _parsed(adapter, lambda: parser.feed(event))
 
         try:
             result = transport.post(url, body, headers, stream=True, on_retry=on_retry, on_event=feed)
@@ -113,12 +114,23 @@ def exchange(
         answer = parser.raw()
         seen = on_raw(answer) if on_raw is not None else None
         if isinstance(adapter, ResponsesAdapter):
-            return adapter.parse_response(_converted(seen, answer))
-        return parser.finish(ended=result.done)
+            return _parsed(adapter, lambda: adapter.parse_response(_converted(seen, answer)))
+        return _parsed(adapter, lambda: parser.finish(ended=result.done))
     whole = transport.post(url, body, headers, stream=False, on_retry=on_retry)
     assert isinstance(whole, dict)
     seen = on_raw(whole) if on_raw is not None else None
-    return adapter.parse_response(_converted(seen, whole) if isinstance(adapter, ResponsesAdapter) else whole)
+    converted = _converted(seen, whole) if isinstance(adapter, ResponsesAdapter) else whole
+    return _parsed(adapter, lambda: adapter.parse_response(converted))
+
+
+def _parsed(adapter: Adapter, parse: Callable[[], _T]) -> _T:
+    """``parse()``, where model data of a shape no parser check foresaw is still the clean
+    invalid-event error (exit 4, the session untouched), never a crash. The parsers check every
+    field's type themselves; this is the net under them, so a gap is a message, not a traceback."""
+    try:
+        return parse()
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        raise ProviderError(f"{INVALID_EVENT} ({adapter.name} parser: {type(exc).__name__}: {exc})") from None
 
 
 def _converted(seen: dict[str, Any] | None, answer: dict[str, Any]) -> dict[str, Any]:
