@@ -149,11 +149,16 @@ class _Exchange:
         self._thread.start()
 
     def _run(self, client: httpx.Client, url: str, payload: bytes, headers: dict[str, str], cap: int) -> None:
+        from .decoding import ACCEPT_ENCODING, decoded
+
+        if not any(name.lower() == "accept-encoding" for name in headers):
+            headers = {**headers, "accept-encoding": ACCEPT_ENCODING}  # only codings undone in bounded steps
         try:
             with client.stream("POST", url, content=payload, headers=headers) as response:
                 self._parts.put(("response", response))
                 seen = 0
-                for chunk in response.iter_bytes():
+                # Raw bytes, decoded a bounded step per layer: httpx would inflate each chunk whole.
+                for chunk in decoded(response.iter_raw(), response.headers.get("content-encoding")):
                     if self._abandoned.is_set():
                         return
                     self._parts.put(("chunk", chunk))
