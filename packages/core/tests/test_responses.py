@@ -108,13 +108,17 @@ def test_a_tool_call_and_its_reasoning_round_trip_through_the_real_wire(stream: 
         assert first.finish_reason == "tool_calls" and first.message["content"] == "Let me look."
         (call,) = first.message["tool_calls"]
         assert call["function"] == {"name": "read", "arguments": '{"p":1}'}
-        (reasoning,) = first.message["_responses_output"]
+        reasoning, said = first.message["_responses_output"]
         assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"]
+        # The message carried a phase: it is kept to be resent as it came (no id: store is false).
+        assert said == {"type": "message", "role": "assistant", "phase": "commentary",
+                        "content": [{"type": "output_text", "text": "Let me look."}]}  # fmt: skip
         assert raws[0]["status"] == "completed" and raws[0]["usage"]["input_tokens"] == first.usage["input_tokens"]
         assert shown == ("Let me look." if stream else "")
         history += [first.message, {"role": "tool", "tool_call_id": call["id"], "content": "the text"}]
         second, _, _ = ask(model, history, stream=stream)
-    assert second.message == {"role": "assistant", "content": "It says the text"}
+    assert second.message["content"] == "It says the text"
+    assert second.message["_responses_output"][0]["phase"] == "final_answer"
     sent = model.requests[1].body["input"]
     # The reasoning item goes back verbatim before the assistant's message and call, then the output.
     assert [item["type"] for item in sent] == [
@@ -124,7 +128,7 @@ def test_a_tool_call_and_its_reasoning_round_trip_through_the_real_wire(stream: 
         "function_call",
         "function_call_output",
     ]
-    assert sent[1] == reasoning and sent[3]["call_id"] == sent[4]["call_id"] == call["id"]
+    assert sent[1] == reasoning and sent[2] == said and sent[3]["call_id"] == sent[4]["call_id"] == call["id"]
 
 
 def test_streamed_text_is_shown_as_it_arrives_with_items_kept_apart() -> None:
@@ -255,3 +259,32 @@ def test_responses_without_its_module_in_the_manifest_is_refused(tmp_path) -> No
     with pytest.raises(ConfigError, match=r"needs the 'responses' module .* responses-compact"):
         require_protocol_modules("responses", empty)
     require_protocol_modules("openai", empty)  # the others need no module
+
+
+def test_messages_with_a_phase_are_resent_in_order_with_it() -> None:
+    output = [
+        {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "phase": "commentary",
+         "content": [{"type": "output_text", "text": "Checking.", "annotations": [], "logprobs": []}]},
+        {"type": "function_call", "call_id": "call_0", "name": "read", "arguments": "{}", "status": "completed"},
+        {"type": "message", "id": "msg_2", "role": "assistant", "phase": "final_answer",
+         "content": [{"type": "output_text", "text": "Done."}]},
+    ]  # fmt: skip
+    reply = history_reply({"status": "completed", "output": output})
+    message = reply["message"]
+    assert message["content"] == "Checking.\n\nDone."
+    wire = responses_request({"messages": [SYSTEM, {"role": "user", "content": "go"}, message]})
+    assert wire["input"][1:] == [
+        {"type": "message", "role": "assistant", "phase": "commentary",
+         "content": [{"type": "output_text", "text": "Checking."}]},
+        {"type": "message", "role": "assistant", "phase": "final_answer",
+         "content": [{"type": "output_text", "text": "Done."}]},
+        {"type": "function_call", "call_id": "call_0", "name": "read", "arguments": "{}"},
+    ]  # fmt: skip
+
+
+def test_messages_without_a_phase_are_resent_as_the_joined_text() -> None:
+    output = [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi."}]}]
+    message = history_reply({"status": "completed", "output": output})["message"]
+    assert "_responses_output" not in message
+    wire = responses_request({"messages": [SYSTEM, {"role": "user", "content": "go"}, message]})
+    assert wire["input"][1:] == [{"type": "message", "role": "assistant", "content": "Hi."}]
