@@ -175,6 +175,12 @@ class DeepSeekAdapter(OpenAIAdapter):
 def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
     """A history message as Chat Completions takes it: no ``_`` fields, on the message or a part."""
     wire = {key: message[key] for key in _WIRE_FIELDS if key in message}
+    calls = wire.get("tool_calls")
+    if isinstance(calls, list) and any(isinstance(c, dict) and any(k[:1] == "_" for k in c) for c in calls):
+        # ``_original_id`` (a renamed duplicate id, call_ids.py) stays local.
+        wire["tool_calls"] = [
+            {k: v for k, v in call.items() if k[:1] != "_"} if isinstance(call, dict) else call for call in calls
+        ]
     content = wire.get("content")
     if isinstance(content, list) and any(isinstance(p, dict) and any(k[:1] == "_" for k in p) for p in content):
         wire["content"] = [
