@@ -3,6 +3,7 @@ transform both ways, the start-up check, and the hook order of the cache around 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from i_core.bundled.responses import INCLUDE, after_response, before_request, hi
 from i_core.errors import ConfigError, ContextTooLong
 from i_core.manifest import parse_manifest
 from i_core.providers import ProviderError, ResponsesAdapter, exchange, require_protocol_modules
-from i_core.transport import Transport
+from i_core.transport import Transport, TransportError
 from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
@@ -31,7 +32,9 @@ def body_for(history: list[dict[str, Any]], *, stream: bool = False, **extra: An
     )
 
 
-def ask(model: ScriptedModel, history: list[dict[str, Any]], *, stream: bool) -> tuple[Any, str, list[dict]]:
+def ask(
+    model: ScriptedModel, history: list[dict[str, Any]], *, stream: bool, omit: tuple[str, ...] = ()
+) -> tuple[Any, str, list[dict]]:
     """One request through the core's exchange, the module converting both ways; (reply, shown, raw)."""
     adapter, shown, raws = ResponsesAdapter(), [], []
 
@@ -44,7 +47,7 @@ def ask(model: ScriptedModel, history: list[dict[str, Any]], *, stream: bool) ->
     try:
         reply = exchange(
             adapter, transport, adapter.url(model.base_url), wire, adapter.headers("k"),
-            on_retry=lambda *_: None, on_text=shown.append, on_raw=on_raw,
+            on_retry=lambda *_: None, on_text=shown.append, on_raw=on_raw, omit=omit,
         )  # fmt: skip
     finally:
         transport.close()
@@ -288,3 +291,48 @@ def test_messages_without_a_phase_are_resent_as_the_joined_text() -> None:
     assert "_responses_output" not in message
     wire = responses_request({"messages": [SYSTEM, {"role": "user", "content": "go"}, message]})
     assert wire["input"][1:] == [{"type": "message", "role": "assistant", "content": "Hi."}]
+
+
+def test_a_refused_field_is_named_with_the_option_that_leaves_it_out() -> None:
+    refusal = {"status": 400, "error_message": "Unknown parameter: 'include'.", "error_type": "invalid_request_error"}
+    with ScriptedModel([refusal]) as model, pytest.raises(TransportError) as caught:
+        ask(model, [SYSTEM, {"role": "user", "content": "hi"}], stream=False)
+    assert str(caught.value).endswith(
+        'the server refused the field "include": add "omit_fields": ["include"] to config.json to leave it out'
+    )
+
+
+def test_omit_fields_leaves_store_include_and_phase_out_and_nothing_else() -> None:
+    said = {
+        "type": "message",
+        "role": "assistant",
+        "phase": "commentary",
+        "content": [{"type": "output_text", "text": "ok"}],
+    }
+    history = [SYSTEM, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok", "_responses_output": [said]},
+               {"role": "user", "content": "again"}]  # fmt: skip
+    omit = ("store", "include", "phase")
+    with ScriptedModel([{"text": "fine"}]) as model:
+        reply, _, _ = ask(model, history, stream=False, omit=omit)
+    sent = model.requests[0].body
+    assert reply.message["content"] == "fine"
+    assert "store" not in sent and "include" not in sent and "phase" not in json.dumps(sent)
+    assert sent["input"][1] == {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "ok"}],
+    }
+    # Without the option, store must stay false: a hook that drops it is still refused.
+    with pytest.raises(ProviderError, match="store not false"):
+        ResponsesAdapter().check_wire({"input": [], "model": "m"})
+    ResponsesAdapter().check_wire({"input": [], "model": "m"}, ("store",))
+
+
+@pytest.mark.parametrize("value", ["include", ["messages"], [1]])
+def test_omit_fields_takes_only_fields_a_server_may_refuse(value: object) -> None:
+    from i_core.config import parse_api_config
+
+    base = {"base_url": "http://127.0.0.1:1/v1", "model": "m", "protocol": "responses"}
+    assert parse_api_config({**base, "omit_fields": ["include", "phase"]}).omit_fields == ("include", "phase")
+    with pytest.raises(ConfigError, match="omit_fields must be a list of request fields to leave out, of: store"):
+        parse_api_config({**base, "omit_fields": value})

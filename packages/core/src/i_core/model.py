@@ -136,7 +136,15 @@ class ModelClient:
 
             headers = self.adapter.headers(self.config.api_key())
             reply = exchange(
-                self.adapter, self.transport, url, body, headers, on_retry=on_retry, on_text=on_text, on_raw=on_raw
+                self.adapter,
+                self.transport,
+                url,
+                body,
+                headers,
+                on_retry=on_retry,
+                on_text=on_text,
+                on_raw=on_raw,
+                omit=self.config.omit_fields,
             )
         from .call_ids import history_call_ids, unique_call_ids
 

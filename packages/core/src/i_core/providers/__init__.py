@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import ConfigError, ModelError, ProviderError
+from ..errors import ConfigError, ModelError, ProviderError, TransportError
 from .anthropic import AnthropicAdapter
 from .openai import DeepSeekAdapter, OpenAIAdapter
 from .rejection import context_rejection
@@ -84,6 +84,7 @@ def exchange(
     on_retry: Callable[[int, str], None],
     on_text: Callable[[str], None] | None = None,
     on_raw: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+    omit: tuple[str, ...] = (),
 ) -> ModelReply:
     """POST ``body`` and parse the answer; streams when ``body["stream"]`` is true, text going to ``on_text``.
 
@@ -92,9 +93,35 @@ def exchange(
     rejects, and streams that failed after they began (an error chunk, a broken connection) with
     what they carried: OpenRouter reports the usage of a failed generation in its error chunk.
     For ``responses`` the hooks' answer is the reply: the module turned the body into a history reply.
+    ``omit`` (config.json's ``omit_fields``) leaves those fields out of the body as it is sent, and
+    an HTTP 400 naming a field it could leave out says so.
     """
+    from .omission import omitted, refusal_hint, refused_field
+
+    body = omitted(body, omit)
     if isinstance(adapter, ResponsesAdapter):
-        adapter.check_wire(body)
+        adapter.check_wire(body, omit)
+    try:
+        return _exchanged(adapter, transport, url, body, headers, on_retry, on_text, on_raw)
+    except TransportError as exc:
+        field = refused_field(exc.provider_message or str(exc), body) if exc.status in (400, 422) else None
+        if field is None:
+            raise
+        raise TransportError(
+            f"{exc}; {refusal_hint(field)}", status=exc.status, provider_message=exc.provider_message
+        ) from None
+
+
+def _exchanged(
+    adapter: Adapter,
+    transport: Transport,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    on_retry: Callable[[int, str], None],
+    on_text: Callable[[str], None] | None,
+    on_raw: Callable[[dict[str, Any]], dict[str, Any] | None] | None,
+) -> ModelReply:
     if body.get("stream") is True:
         parser = adapter.stream_parser(on_text or (lambda _text: None))
         fed = 0

@@ -87,9 +87,11 @@ class ResponsesAdapter:
             body["stream"] = True
         return merge_extra_body(body, extra_body)
 
-    def check_wire(self, body: dict[str, Any]) -> None:
-        """Refuse a body about to be sent that would lean on server state or lacks its input."""
-        if "previous_response_id" in body or "conversation" in body or body.get("store") is not False:
+    def check_wire(self, body: dict[str, Any], omit: tuple[str, ...] = ()) -> None:
+        """Refuse a body about to be sent that would lean on server state or lacks its input;
+        ``store`` may be absent only when config.json's ``omit_fields`` leaves it out."""
+        store_ok = body.get("store") is False or ("store" in omit and "store" not in body)
+        if "previous_response_id" in body or "conversation" in body or not store_ok:
             raise ProviderError(
                 "a before_request hook left server state in the Responses request (previous_response_id, "
                 "conversation, or store not false); refused: the core sends the full input every time"
