@@ -58,7 +58,7 @@ def _rename_replay(message: dict[str, Any], renamed: dict[str, str]) -> None:
     queue: dict[str, list[str]] = {}
     for call in message.get("tool_calls") or ():
         if isinstance(call, dict) and isinstance(call.get("id"), str):
-            queue.setdefault(call.get("_original_id", call["id"]), []).append(call["id"])
+            queue.setdefault(str(call.get("_original_id", call["id"])), []).append(call["id"])
     for block in blocks:
         block_id = block.get("id") if isinstance(block, dict) and block.get("type") == "tool_use" else None
         if isinstance(block_id, str) and queue.get(block_id):
