@@ -163,3 +163,27 @@ def test_in_full_the_cache_observes_before_responses_and_prepares_after_it(dirs)
     require_protocol_modules("responses", manifest)
     cache = [hook.exec for hook in manifest.hooks if hook.module == "cache"]
     assert len(cache) == 2 and cache[0] == cache[1]  # two entries, one worker process
+
+
+def test_call_ids_a_service_reuses_are_kept_apart_and_phase_is_resent(i, write_config, plugins, project, dirs):
+    """The scripted service numbers each response's calls from call_0, as real ones do, and refuses
+    two function_calls of one call_id; its messages carry a phase the next request must resend."""
+    setup(dirs, plugins, "responses")
+    read = {"name": "read", "arguments": {"path": "README.md"}}
+    steps = [{"text": "Looking.", "tool_calls": [read]}, {"text": "first"}, {"tool_calls": [read]}, {"text": "second"}]
+    with ScriptedModel(steps) as model:
+        write_config(model.base_url, protocol="responses")
+        first = i("-C", str(project), "--session-name", "task", "read it")
+        second = i("-C", str(project), "--session-name", "task", "read it again")
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert second.stdout.strip().endswith("second")
+    messages = saved(project)
+    calls = [call for message in messages for call in message.get("tool_calls") or []]
+    assert [call["id"] for call in calls] == ["call_0", "call_0_2"]
+    assert calls[1]["_original_id"] == "call_0" and "_original_id" not in calls[0]
+    assert [m["tool_call_id"] for m in messages if m["role"] == "tool"] == ["call_0", "call_0_2"]
+    sent = model.requests[-1].body["input"]
+    assert [item["call_id"] for item in sent if item["type"] == "function_call"] == ["call_0", "call_0_2"]
+    assert [item["call_id"] for item in sent if item["type"] == "function_call_output"] == ["call_0", "call_0_2"]
+    phased = [item for item in sent if item["type"] == "message" and item["role"] == "assistant"]
+    assert [item.get("phase") for item in phased] == ["commentary", "final_answer"]

@@ -3,6 +3,7 @@ transform both ways, the start-up check, and the hook order of the cache around 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from i_core.bundled.responses import INCLUDE, after_response, before_request, hi
 from i_core.errors import ConfigError, ContextTooLong
 from i_core.manifest import parse_manifest
 from i_core.providers import ProviderError, ResponsesAdapter, exchange, require_protocol_modules
-from i_core.transport import Transport
+from i_core.transport import Transport, TransportError
 from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
@@ -31,7 +32,9 @@ def body_for(history: list[dict[str, Any]], *, stream: bool = False, **extra: An
     )
 
 
-def ask(model: ScriptedModel, history: list[dict[str, Any]], *, stream: bool) -> tuple[Any, str, list[dict]]:
+def ask(
+    model: ScriptedModel, history: list[dict[str, Any]], *, stream: bool, omit: tuple[str, ...] = ()
+) -> tuple[Any, str, list[dict]]:
     """One request through the core's exchange, the module converting both ways; (reply, shown, raw)."""
     adapter, shown, raws = ResponsesAdapter(), [], []
 
@@ -44,7 +47,7 @@ def ask(model: ScriptedModel, history: list[dict[str, Any]], *, stream: bool) ->
     try:
         reply = exchange(
             adapter, transport, adapter.url(model.base_url), wire, adapter.headers("k"),
-            on_retry=lambda *_: None, on_text=shown.append, on_raw=on_raw,
+            on_retry=lambda *_: None, on_text=shown.append, on_raw=on_raw, omit=omit,
         )  # fmt: skip
     finally:
         transport.close()
@@ -108,13 +111,17 @@ def test_a_tool_call_and_its_reasoning_round_trip_through_the_real_wire(stream: 
         assert first.finish_reason == "tool_calls" and first.message["content"] == "Let me look."
         (call,) = first.message["tool_calls"]
         assert call["function"] == {"name": "read", "arguments": '{"p":1}'}
-        (reasoning,) = first.message["_responses_output"]
+        reasoning, said = first.message["_responses_output"]
         assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"]
+        # The message carried a phase: it is kept to be resent as it came (no id: store is false).
+        assert said == {"type": "message", "role": "assistant", "phase": "commentary",
+                        "content": [{"type": "output_text", "text": "Let me look."}]}  # fmt: skip
         assert raws[0]["status"] == "completed" and raws[0]["usage"]["input_tokens"] == first.usage["input_tokens"]
         assert shown == ("Let me look." if stream else "")
         history += [first.message, {"role": "tool", "tool_call_id": call["id"], "content": "the text"}]
         second, _, _ = ask(model, history, stream=stream)
-    assert second.message == {"role": "assistant", "content": "It says the text"}
+    assert second.message["content"] == "It says the text"
+    assert second.message["_responses_output"][0]["phase"] == "final_answer"
     sent = model.requests[1].body["input"]
     # The reasoning item goes back verbatim before the assistant's message and call, then the output.
     assert [item["type"] for item in sent] == [
@@ -124,7 +131,7 @@ def test_a_tool_call_and_its_reasoning_round_trip_through_the_real_wire(stream: 
         "function_call",
         "function_call_output",
     ]
-    assert sent[1] == reasoning and sent[3]["call_id"] == sent[4]["call_id"] == call["id"]
+    assert sent[1] == reasoning and sent[2] == said and sent[3]["call_id"] == sent[4]["call_id"] == call["id"]
 
 
 def test_streamed_text_is_shown_as_it_arrives_with_items_kept_apart() -> None:
@@ -255,3 +262,77 @@ def test_responses_without_its_module_in_the_manifest_is_refused(tmp_path) -> No
     with pytest.raises(ConfigError, match=r"needs the 'responses' module .* responses-compact"):
         require_protocol_modules("responses", empty)
     require_protocol_modules("openai", empty)  # the others need no module
+
+
+def test_messages_with_a_phase_are_resent_in_order_with_it() -> None:
+    output = [
+        {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "phase": "commentary",
+         "content": [{"type": "output_text", "text": "Checking.", "annotations": [], "logprobs": []}]},
+        {"type": "function_call", "call_id": "call_0", "name": "read", "arguments": "{}", "status": "completed"},
+        {"type": "message", "id": "msg_2", "role": "assistant", "phase": "final_answer",
+         "content": [{"type": "output_text", "text": "Done."}]},
+    ]  # fmt: skip
+    reply = history_reply({"status": "completed", "output": output})
+    message = reply["message"]
+    assert message["content"] == "Checking.\n\nDone."
+    wire = responses_request({"messages": [SYSTEM, {"role": "user", "content": "go"}, message]})
+    assert wire["input"][1:] == [
+        {"type": "message", "role": "assistant", "phase": "commentary",
+         "content": [{"type": "output_text", "text": "Checking."}]},
+        {"type": "message", "role": "assistant", "phase": "final_answer",
+         "content": [{"type": "output_text", "text": "Done."}]},
+        {"type": "function_call", "call_id": "call_0", "name": "read", "arguments": "{}"},
+    ]  # fmt: skip
+
+
+def test_messages_without_a_phase_are_resent_as_the_joined_text() -> None:
+    output = [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi."}]}]
+    message = history_reply({"status": "completed", "output": output})["message"]
+    assert "_responses_output" not in message
+    wire = responses_request({"messages": [SYSTEM, {"role": "user", "content": "go"}, message]})
+    assert wire["input"][1:] == [{"type": "message", "role": "assistant", "content": "Hi."}]
+
+
+def test_a_refused_field_is_named_with_the_option_that_leaves_it_out() -> None:
+    refusal = {"status": 400, "error_message": "Unknown parameter: 'include'.", "error_type": "invalid_request_error"}
+    with ScriptedModel([refusal]) as model, pytest.raises(TransportError) as caught:
+        ask(model, [SYSTEM, {"role": "user", "content": "hi"}], stream=False)
+    assert str(caught.value).endswith(
+        'the server refused the field "include": add "omit_fields": ["include"] to config.json to leave it out'
+    )
+
+
+def test_omit_fields_leaves_store_include_and_phase_out_and_nothing_else() -> None:
+    said = {
+        "type": "message",
+        "role": "assistant",
+        "phase": "commentary",
+        "content": [{"type": "output_text", "text": "ok"}],
+    }
+    history = [SYSTEM, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok", "_responses_output": [said]},
+               {"role": "user", "content": "again"}]  # fmt: skip
+    omit = ("store", "include", "phase")
+    with ScriptedModel([{"text": "fine"}]) as model:
+        reply, _, _ = ask(model, history, stream=False, omit=omit)
+    sent = model.requests[0].body
+    assert reply.message["content"] == "fine"
+    assert "store" not in sent and "include" not in sent and "phase" not in json.dumps(sent)
+    assert sent["input"][1] == {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "ok"}],
+    }
+    # Without the option, store must stay false: a hook that drops it is still refused.
+    with pytest.raises(ProviderError, match="store not false"):
+        ResponsesAdapter().check_wire({"input": [], "model": "m"})
+    ResponsesAdapter().check_wire({"input": [], "model": "m"}, ("store",))
+
+
+@pytest.mark.parametrize("value", ["include", ["messages"], [1]])
+def test_omit_fields_takes_only_fields_a_server_may_refuse(value: object) -> None:
+    from i_core.config import parse_api_config
+
+    base = {"base_url": "http://127.0.0.1:1/v1", "model": "m", "protocol": "responses"}
+    assert parse_api_config({**base, "omit_fields": ["include", "phase"]}).omit_fields == ("include", "phase")
+    with pytest.raises(ConfigError, match="omit_fields must be a list of request fields to leave out, of: store"):
+        parse_api_config({**base, "omit_fields": value})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import email.utils
 import socket
-import time
 from typing import Any
 
 import pytest
@@ -97,10 +96,49 @@ def test_retry_after_is_honoured_and_bounded(headers: dict[str, str], expected: 
 
 def test_retry_after_as_http_date() -> None:
     rec = Recorder()
-    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    now = 1_800_000_000.0
+    when = email.utils.formatdate(now + 30, usegmt=True)
     with ScriptedModel([{"status": 429, "headers": {"Retry-After": when}}, OK]) as model:
+        post(model, rec, clock=lambda: now)
+    assert rec.sleeps == [30.0]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Retry-After": "nan"},
+        {"Retry-After": "NaN"},
+        {"retry-after-ms": "NaN"},
+        {"Retry-After": "inf"},
+        {"retry-after-ms": "-Infinity"},
+        {"Retry-After": "-5"},
+        {"retry-after-ms": "-1", "Retry-After": "nan"},
+    ],
+)
+def test_a_retry_after_that_is_not_a_usable_number_is_absent(headers: dict[str, str]) -> None:
+    rec = Recorder()
+    with ScriptedModel([{"status": 429, "headers": headers}, OK]) as model:
         post(model, rec)
-    assert 0 < rec.sleeps[0] <= 31
+    # Normal backoff (0.01 s base here), as if the header were absent.
+    assert len(rec.sleeps) == 1 and 0.01 <= rec.sleeps[0] <= 0.015
+
+
+def test_a_long_wait_is_said_first() -> None:
+    rec = Recorder()
+    said: list[str] = []
+    with ScriptedModel([{"status": 429, "headers": {"Retry-After": "1e9"}}, {"status": 503}, OK]) as model:
+        post(model, rec, notice=said.append, backoff=6.0)
+    assert rec.sleeps[0] == 60.0 and rec.sleeps[1] >= 6.0
+    assert said[0] == "HTTP 429: scripted error 429: waiting 60 s (the server's Retry-After) before retry 1"
+    assert said[1].startswith("HTTP 503: scripted error 503: waiting ") and said[1].endswith(" s before retry 2")
+
+
+def test_a_short_wait_is_not_said() -> None:
+    rec = Recorder()
+    said: list[str] = []
+    with ScriptedModel([{"status": 429, "headers": {"Retry-After": "5"}}, OK]) as model:
+        post(model, rec, notice=said.append)
+    assert rec.sleeps == [5.0] and said == []
 
 
 def test_a_model_that_never_answers_times_out_and_is_retried() -> None:

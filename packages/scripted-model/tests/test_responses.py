@@ -102,6 +102,17 @@ def test_the_context_window_is_enforced_with_the_responses_error() -> None:
         ({"input": [{"type": "function_call", "call_id": "c", "name": "t", "arguments": "{}"}]}, "no tool output"),
         ({"input": [{"role": "user", "content": "x", "_private": 1}]}, "unknown parameter(s) _private"),
         ({"input": []}, "input must be a non-empty"),
+        (
+            {
+                "input": [
+                    {"type": "function_call", "call_id": "call_0", "name": "t", "arguments": "{}"},
+                    {"type": "function_call_output", "call_id": "call_0", "output": "a"},
+                    {"type": "function_call", "call_id": "call_0", "name": "t", "arguments": "{}"},
+                    {"type": "function_call_output", "call_id": "call_0", "output": "b"},
+                ]
+            },
+            "duplicate call_id 'call_0'",
+        ),
     ],
 )
 def test_what_a_real_responses_server_refuses_is_refused(change: dict[str, Any], problem: str) -> None:
@@ -120,3 +131,28 @@ def test_templates_read_the_last_tool_output_and_user_text_of_the_input() -> Non
     with ScriptedModel([{"text": "{{last_tool_result}} / {{last_user_message}}"}]) as model:
         _, raw = ask(model, body)
     assert orjson.loads(raw)["output"][0]["content"][0]["text"] == "file text / first"
+
+
+def test_each_response_numbers_its_calls_from_call_0_and_messages_carry_a_phase() -> None:
+    calls = {"text": "Looking.", "tool_calls": [{"name": "read"}, {"name": "read"}]}
+    with ScriptedModel([calls, calls, {"text": "Done."}, {"text": "Plain.", "phase": None}]) as model:
+        answers = [orjson.loads(ask(model, request(tools=[TOOL]))[1]) for _ in range(4)]
+    for answer in answers[:2]:
+        message, *made = answer["output"]
+        assert message["phase"] == "commentary" and [c["call_id"] for c in made] == ["call_0", "call_1"]
+    assert answers[2]["output"][0]["phase"] == "final_answer" and "phase" not in answers[3]["output"][0]
+
+
+def test_a_stream_carries_the_part_and_summary_events_real_streams_do() -> None:
+    with ScriptedModel([{"reasoning": "think", "text": "Hi."}]) as model:
+        _, raw = ask(model, request(stream=True, include=["reasoning.encrypted_content"]))
+    kinds = [event["type"] for event in sse_events(raw)]
+    for kind in (
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_summary_part.done",
+    ):
+        assert kind in kinds

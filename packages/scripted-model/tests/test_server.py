@@ -224,6 +224,19 @@ def test_streamed_usage_keeps_each_wire_placement() -> None:
     }
     (delta,) = [e for e in events if e["type"] == "message_delta"]
     assert delta["usage"] == {"output_tokens": 3}
+    assert events[1] == {"type": "ping"}  # as Anthropic streams carry them
+
+
+def test_a_chat_tool_call_with_a_private_field_is_refused() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}, "_original_id": "c0"}
+    messages = [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "y"},
+    ]
+    with ScriptedModel([{"text": "never"}]) as model:
+        status, raw = send(model, "openai", {"model": "m", "messages": messages})
+    assert status == 400 and "private field(s) _original_id" in error_message("openai", raw)
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])

@@ -388,3 +388,46 @@ def test_tls_uses_the_original_name_for_sni_and_verifies_the_certificate(
     thread.join(5)
     listener.close()
     assert seen == ["tls.test"]  # SNI carried the name although the socket went to 127.0.0.1
+
+
+def _zeros_gzip(size: int) -> bytes:
+    """A gzip member of ``size`` zero bytes made without compressing them all (after a full flush
+    each MiB compresses to the same bytes); its trailer is wrong, and no reader gets that far."""
+    import zlib
+
+    block = bytes(1024 * 1024)
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    head = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    piece = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    return head + piece * (size // len(block) - 1) + compressor.flush()
+
+
+_BOUNDED_FETCH = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from i_web.address import AddressPolicy
+from i_web.errors import WebError
+from i_web.fetch import fetch
+try:
+    out = fetch(sys.argv[1], 100, AddressPolicy.from_entries(["127.0.0.1/32"]), "i-web-test")
+    print("fetched:", "body truncated" in out, len(out))
+except WebError as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize(
+    ("encoding", "expected"),
+    [("gzip", "fetched: True"), ("gzip, gzip", "refused: unsupported stacked Content-Encoding 'gzip, gzip'")],
+)
+def test_a_ten_gib_bomb_stays_bounded_under_a_1_gib_address_space(server: Server, encoding: str, expected: str) -> None:
+    import sys
+
+    inner = _zeros_gzip(10 * 1024**3)
+    bomb = gzip.compress(inner, 9) if encoding == "gzip, gzip" else inner
+    server.routes["/bomb"] = lambda h: send(h, 200, bomb, "text/plain", {"Content-Encoding": encoding})
+    done = subprocess.run(
+        [sys.executable, "-c", _BOUNDED_FETCH, server.url("/bomb")], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(expected)

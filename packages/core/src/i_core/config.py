@@ -46,6 +46,7 @@ _TOP_FIELDS = {
     "timeout",
     "retries",
     "provider",
+    "omit_fields",
 }
 _PROVIDER_FIELDS = ("exec", "cwd", "api_key_env")
 
@@ -71,6 +72,8 @@ class ApiConfig:
     """The size bound of each session's archive of compacted messages (``archive.py``)."""
     provider: Exec | None = None
     """The provider worker config.json binds, resolved against its folder (None: none named here)."""
+    omit_fields: tuple[str, ...] = ()
+    """Request fields left out for a server that refuses them (``providers/omission.py``)."""
 
     def api_key(self, environ: dict[str, str] | None = None) -> str | None:
         """The key read from the named environment variable at call time (never stored)."""
@@ -232,6 +235,7 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 3600:
         raise ConfigError(f"{source}: timeout must be a number of seconds between 1 and 3600")
     retries = _int(raw, "retries", source, 0, 10, 3)
+    omit_fields = _omit_fields(raw.get("omit_fields", []), source)
     assert isinstance(base_url, str)  # checked above, with the scheme and host
     return ApiConfig(
         protocol=protocol,
@@ -249,7 +253,18 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
         source=source,
         archive_max_bytes=archive_max_bytes,
         provider=_provider(raw.get("provider"), source),
+        omit_fields=omit_fields,
     )
+
+
+def _omit_fields(value: Any, source: str) -> tuple[str, ...]:
+    from .providers.omission import OMITTABLE
+
+    if not isinstance(value, list) or any(field not in OMITTABLE for field in value):
+        raise ConfigError(
+            f"{source}: omit_fields must be a list of request fields to leave out, of: {', '.join(OMITTABLE)}"
+        )
+    return tuple(dict.fromkeys(value))
 
 
 def load_api_config(path: Path) -> ApiConfig:

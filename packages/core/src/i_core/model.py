@@ -136,7 +136,19 @@ class ModelClient:
 
             headers = self.adapter.headers(self.config.api_key())
             reply = exchange(
-                self.adapter, self.transport, url, body, headers, on_retry=on_retry, on_text=on_text, on_raw=on_raw
+                self.adapter,
+                self.transport,
+                url,
+                body,
+                headers,
+                on_retry=on_retry,
+                on_text=on_text,
+                on_raw=on_raw,
+                omit=self.config.omit_fields,
             )
+        from .call_ids import history_call_ids, unique_call_ids
+
+        # A service that numbers each response's calls from call_0 must not leave two calls of one id.
+        unique_call_ids(reply.message, history_call_ids(history))
         self.last_usage = reply.usage
         return reply

@@ -12,6 +12,7 @@ stream); everything the caller sees (events, hooks, text) still happens on the c
 from __future__ import annotations
 
 import email.utils
+import math
 import queue
 import random
 import sys
@@ -35,6 +36,8 @@ MAX_BODY_BYTES = 48 * 1024 * 1024
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
 # A server asking us to wait longer than this is treated as if it asked for this long.
 MAX_RETRY_AFTER = 60.0
+# A wait longer than this (the server's Retry-After, or the backoff) is said on stderr first.
+SAID_WAIT = 5.0
 # Longest silence a stream that has begun may keep (never more than the request's timeout). Generous
 # on purpose: reasoning models and servers that hold back a long tool call send nothing for minutes.
 STREAM_IDLE_LIMIT = 300.0
@@ -146,11 +149,16 @@ class _Exchange:
         self._thread.start()
 
     def _run(self, client: httpx.Client, url: str, payload: bytes, headers: dict[str, str], cap: int) -> None:
+        from .decoding import ACCEPT_ENCODING, decoded
+
+        if not any(name.lower() == "accept-encoding" for name in headers):
+            headers = {**headers, "accept-encoding": ACCEPT_ENCODING}  # only codings undone in bounded steps
         try:
             with client.stream("POST", url, content=payload, headers=headers) as response:
                 self._parts.put(("response", response))
                 seen = 0
-                for chunk in response.iter_bytes():
+                # Raw bytes, decoded a bounded step per layer: httpx would inflate each chunk whole.
+                for chunk in decoded(response.iter_raw(), response.headers.get("content-encoding")):
                     if self._abandoned.is_set():
                         return
                     self._parts.put(("chunk", chunk))
@@ -226,6 +234,8 @@ class Transport:
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
         trust_env: bool = True,
+        clock: Callable[[], float] = time.time,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         self.timeout = timeout
         # A begun stream silent for this long has failed (default: the timeout, at most 300 s).
@@ -235,6 +245,8 @@ class Transport:
         self.retries = retries
         self.backoff = backoff
         self.sleep = sleep
+        self.clock = clock  # wall-clock seconds, for a Retry-After given as an HTTP date
+        self.notice = notice or _say_on_stderr
         # Proxy variables apply to remote model endpoints (a user behind a proxy needs them);
         # loopback endpoints always go direct.
         self.trust_env = trust_env
@@ -316,11 +328,16 @@ class Transport:
                     ) from None
                 attempt += 1
                 on_retry(attempt, transient.reason)
-                self.sleep(self._delay(attempt, transient.delay))
+                delay = self._delay(attempt, transient.delay)
+                if delay > SAID_WAIT:
+                    asked = " (the server's Retry-After)" if transient.delay is not None else ""
+                    self.notice(f"{transient.reason}: waiting {delay:.0f} s{asked} before retry {attempt}")
+                self.sleep(delay)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """The server's wait when it named a usable one (capped at MAX_RETRY_AFTER), else backoff."""
         if retry_after is not None:
-            return min(max(retry_after, 0.0), MAX_RETRY_AFTER)
+            return min(retry_after, MAX_RETRY_AFTER)
         base = self.backoff * (2 ** (attempt - 1))
         return float(base + random.uniform(0, base / 2))
 
@@ -440,7 +457,7 @@ class Transport:
             error = TransportError(
                 f"model endpoint answered HTTP {status}: {detail}", status=status, provider_message=provider
             )
-            return _Transient(f"HTTP {status}: {detail}", error, _retry_after(headers))
+            return _Transient(f"HTTP {status}: {detail}", error, _retry_after(headers, self.clock()))
         return TransportError(
             f"model endpoint answered HTTP {status}: {detail}", status=status, provider_message=provider
         )
@@ -494,23 +511,36 @@ def _snippet(raw: bytes) -> str:
     return repr(text) + (" ..." if len(raw) > _SNIPPET else "")
 
 
-def _retry_after(headers: Any) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms``, ``Retry-After`` seconds or date)."""
+def _retry_after(headers: Any, now: float) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms``, ``Retry-After`` seconds or date);
+    None (normal backoff) for a value that is not a finite, non-negative number or a date."""
     value = headers.get("retry-after-ms")
     if value is not None:
-        try:
-            return float(value) / 1000.0
-        except ValueError:
-            pass
+        seconds = _seconds(value)
+        if seconds is not None:
+            return seconds / 1000.0
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
         parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return max(parsed.timestamp() - time.time(), 0.0)
+    return max(parsed.timestamp() - now, 0.0)
+
+
+def _seconds(value: str) -> float | None:
+    """A finite, non-negative number of ``value``; None for anything else (NaN, inf, -1, text)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _say_on_stderr(line: str) -> None:
+    sys.stderr.write(f"i: {line}\n")
+    sys.stderr.flush()

@@ -86,6 +86,7 @@ def anthropic_events(request: dict[str, Any], step: dict[str, Any], prompt: int)
     if usage is not None:
         start["usage"] = {key: value for key, value in usage.items() if key != "output_tokens"}
     yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}  # Anthropic sends pings (here one, where real streams put the first)
     for index, block in enumerate(body["content"]):
         kind = block["type"]
         empty = {

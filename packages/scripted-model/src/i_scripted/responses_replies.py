@@ -5,8 +5,12 @@ Finish reasons are scripted in Chat terms: ``length`` is ``status: "incomplete"`
 anything else completes. Reasoning is a ``reasoning`` item with a summary, and its
 ``encrypted_content`` only when the request's ``include`` asks for ``reasoning.encrypted_content``.
 A stream sends ``response.created``, ``response.in_progress``, each item's ``output_item.added``,
-deltas and ``output_item.done``, then ``response.completed`` (or ``response.incomplete``) with
-the whole response, each event with its ``sequence_number``, as OpenAI does.
+its parts (``content_part.added``/``.done``, ``reasoning_summary_part.added``/``.done``), deltas
+and ``output_item.done``, then ``response.completed`` (or ``response.incomplete``) with the whole
+response, each event with its ``sequence_number``, as OpenAI does. As real services do, each
+response numbers its calls from ``call_0`` (so ids repeat across responses), and a message item
+carries ``phase`` (``commentary`` beside tool calls, else ``final_answer``; a step's ``phase``
+sets it, ``null`` leaves it out).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from i_scripted.replies import arguments_json, call_id, output_tokens, pieces, reply_text
+from i_scripted.replies import arguments_json, output_tokens, pieces, reply_text
 from i_scripted.tokens import reference_tokens
 
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -55,21 +59,24 @@ def _output(request: dict[str, Any], step: dict[str, Any], serial: int) -> list[
         items.append(reasoning)
     text = reply_text(request, step)
     if text:
-        items.append(
-            {
-                "type": "message",
-                "id": f"msg_scripted_{serial}",
-                "status": "completed",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": text, "annotations": []}],
-            }
-        )
+        message: dict[str, Any] = {
+            "type": "message",
+            "id": f"msg_scripted_{serial}",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
+        phase = step.get("phase", "commentary" if step.get("tool_calls") else "final_answer")
+        if phase is not None:
+            message["phase"] = phase
+        items.append(message)
     for index, call in enumerate(step.get("tool_calls") or []):
         items.append(
             {
                 "type": "function_call",
                 "id": f"fc_scripted_{serial}_{index}",
-                "call_id": call_id(index, call, "call", serial),
+                # As real Responses-compatible services do: each response numbers its calls from call_0.
+                "call_id": str(call.get("id") or f"call_{index}"),
                 "name": call["name"],
                 "arguments": arguments_json(call),
                 "status": "completed",
@@ -117,11 +124,22 @@ def responses_events(request: dict[str, Any], step: dict[str, Any], prompt: int)
         yield event("response.output_item.added", output_index=index, item=_empty(item))
         if item["type"] == "message":
             text = item["content"][0]["text"]
+            where = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            yield event(
+                "response.content_part.added", **where, part={"type": "output_text", "text": "", "annotations": []}
+            )
             for piece in pieces(text):
-                yield event(
-                    "response.output_text.delta", item_id=item["id"], output_index=index, content_index=0, delta=piece
-                )
-            yield event("response.output_text.done", item_id=item["id"], output_index=index, content_index=0, text=text)
+                yield event("response.output_text.delta", **where, delta=piece, logprobs=[])
+            yield event("response.output_text.done", **where, text=text, logprobs=[])
+            yield event("response.content_part.done", **where, part=item["content"][0])
+        elif item["type"] == "reasoning":
+            for number, summary in enumerate(item["summary"]):
+                where = {"item_id": item["id"], "output_index": index, "summary_index": number}
+                yield event("response.reasoning_summary_part.added", **where, part={"type": "summary_text", "text": ""})
+                for piece in pieces(summary["text"]):
+                    yield event("response.reasoning_summary_text.delta", **where, delta=piece)
+                yield event("response.reasoning_summary_text.done", **where, text=summary["text"])
+                yield event("response.reasoning_summary_part.done", **where, part=summary)
         elif item["type"] == "function_call":
             for piece in pieces(item["arguments"]):
                 yield event(

@@ -31,6 +31,7 @@ STEP_KEYS = frozenset(
         "redirect",
         "body_bytes",
         "stream",
+        "phase",
     }
 )
 

@@ -33,6 +33,9 @@ def _private_keys(messages: list[Any]) -> str | None:
         if not isinstance(message, dict):
             return f"messages[{index}] is not an object"
         private = [key for key in message if key.startswith("_")]
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
+            private += [key for key in call if key.startswith("_")] if isinstance(call, dict) else []
         if private:
             return f"messages[{index}] carries private field(s) {', '.join(private)}"
     return None
@@ -132,6 +135,7 @@ def _responses_problem(body: dict[str, Any]) -> str | None:
 
 def _responses_items(items: list[Any]) -> str | None:
     pending: set[str] = set()
+    made: set[str] = set()  # the API matches an output to its call by call_id alone
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             return f"input[{index}] is not an object"
@@ -149,6 +153,9 @@ def _responses_items(items: list[Any]) -> str | None:
         if kind == "function_call":
             if not isinstance(item.get("arguments"), str) or not isinstance(item.get("call_id"), str):
                 return f"input[{index}]: a function_call needs a call_id and string arguments"
+            if item["call_id"] in made:
+                return f"input[{index}]: duplicate call_id {item['call_id']!r}: each function_call needs its own"
+            made.add(item["call_id"])
             pending.add(item["call_id"])
         elif kind == "function_call_output":
             if item.get("call_id") not in pending:

@@ -10,8 +10,11 @@ the module can sit in the ``full`` profile whatever config.json selects.
   ``function_call`` items, tool results ``function_call_output`` items; the reasoning items kept
   in an assistant message's ``_responses_output`` go back before it, verbatim (their
   ``encrypted_content`` is what ``include: ["reasoning.encrypted_content"]`` asks for, since
-  ``store: false`` keeps nothing on the server); tools become Responses function tools
-  (``strict: false``: the schemas are not written for strict mode).
+  ``store: false`` keeps nothing on the server); when the answer's message items carried a
+  ``phase`` (``"commentary"``, ``"final_answer"``: newer models ask for it back), those message
+  items are kept there too and replayed in order with their ``phase`` instead of the joined text;
+  tools become Responses function tools (``strict: false``: the schemas are not written for strict
+  mode).
 - ``after_response``: the ``response`` object becomes a **history reply** ``{"message",
   "finish_reason", "usage"?, "id", "model"}``; a response that did not complete (``incomplete``,
   ``failed``, or cut before its final event) becomes ``{"error": {...}}`` instead, which the core
@@ -99,9 +102,10 @@ def _items(message: Any) -> list[dict[str, Any]]:
         return [{"type": "function_call_output", "call_id": message.get("tool_call_id"), "output": text_of(message)}]
     if role != "assistant":
         return [{"type": "message", "role": role, "content": _input_content(message.get("content"))}]
-    items = [_replayed(item) for item in message.get("_responses_output") or [] if _is_reasoning(item)]
+    replay = [item for item in message.get("_responses_output") or [] if _is_replayed(item)]
+    items = [_replayed(item) for item in replay]
     text = text_of(message)
-    if text:
+    if text and not any(item.get("type") == "message" for item in replay):
         items.append({"type": "message", "role": "assistant", "content": text})
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
@@ -116,13 +120,29 @@ def _items(message: Any) -> list[dict[str, Any]]:
     return items
 
 
-def _is_reasoning(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type") == "reasoning"
+def _is_replayed(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") in ("reasoning", "message")
 
 
 def _replayed(item: dict[str, Any]) -> dict[str, Any]:
     # Output-only fields are refused on input; id, summary and encrypted_content go back as they came.
     return {key: value for key, value in item.items() if key != "status"}
+
+
+def _phased(item: dict[str, Any], index: int) -> dict[str, Any]:
+    """A message output item as it is replayed: its text and refusal parts and ``phase``; no ``id``
+    (with ``store: false`` the server keeps no item to refer to), no annotations or logprobs."""
+    parts = []
+    for part in item.get("content") or []:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "output_text":
+            parts.append({"type": kind, "text": _text(part, "text", index)})
+        elif kind == "refusal":
+            parts.append({"type": kind, "refusal": _text(part, "refusal", index)})
+    kept: dict[str, Any] = {"type": "message", "role": "assistant", "content": parts}
+    if isinstance(item.get("phase"), str):
+        kept["phase"] = item["phase"]
+    return kept
 
 
 def _input_content(content: Any) -> Any:
@@ -179,14 +199,22 @@ def history_reply(response: Any) -> dict[str, Any]:
 
 def _assistant(output: list[Any]) -> dict[str, Any]:
     runs, refusals, calls, replay = [""], [], [], []
+    # A message with a ``phase`` ("commentary", "final_answer") must go back with it, so when any
+    # has one every message item is replayed as it came, in order, instead of the joined text.
+    phased = any(isinstance(item, dict) and item.get("type") == "message" and "phase" in item for item in output)
     for index, item in enumerate(output):
         kind = item.get("type") if isinstance(item, dict) else None
         if kind == "message":
-            for part in item.get("content") or []:
+            content = item.get("content") or []
+            if not isinstance(content, list):
+                raise ValueError(f"output[{index}].content is not a list of parts")
+            for part in content:
                 if isinstance(part, dict) and part.get("type") == "output_text":
-                    runs[-1] += str(part.get("text") or "")
+                    runs[-1] += _text(part, "text", index)
                 elif isinstance(part, dict) and part.get("type") == "refusal":
-                    refusals.append(str(part.get("refusal") or ""))
+                    refusals.append(_text(part, "refusal", index))
+            if phased:
+                replay.append(_phased(item, index))
             continue
         runs.append("")  # another item separates the text around it
         if kind == "function_call":
@@ -202,6 +230,13 @@ def _assistant(output: list[Any]) -> dict[str, Any]:
     if replay:
         message["_responses_output"] = replay
     return message
+
+
+def _text(part: dict[str, Any], key: str, index: int) -> str:
+    value = part.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"output[{index}] has a {part.get('type')} part whose {key} is not a string")
+    return value or ""
 
 
 def _call(item: dict[str, Any], index: int) -> dict[str, Any]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import ConfigError, ModelError, ProviderError
+from ..errors import ConfigError, ModelError, ProviderError, TransportError
 from .anthropic import AnthropicAdapter
 from .openai import DeepSeekAdapter, OpenAIAdapter
 from .rejection import context_rejection
-from .reply import RESERVED_FIELDS, Adapter, ModelReply, StreamParser
+from .reply import INVALID_EVENT, RESERVED_FIELDS, Adapter, ModelReply, StreamParser
 from .responses import ResponsesAdapter
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ __all__ = [
     "require_protocol_modules",
 ]
 
+_T = TypeVar("_T")
 PROTOCOLS = ("openai", "deepseek", "anthropic", "responses")
 # The module each protocol needs in the manifest, for the events it must handle there.
 _NEEDS = {"responses": ("responses", ("before_request", "after_response"))}
@@ -83,6 +84,7 @@ def exchange(
     on_retry: Callable[[int, str], None],
     on_text: Callable[[str], None] | None = None,
     on_raw: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+    omit: tuple[str, ...] = (),
 ) -> ModelReply:
     """POST ``body`` and parse the answer; streams when ``body["stream"]`` is true, text going to ``on_text``.
 
@@ -91,9 +93,35 @@ def exchange(
     rejects, and streams that failed after they began (an error chunk, a broken connection) with
     what they carried: OpenRouter reports the usage of a failed generation in its error chunk.
     For ``responses`` the hooks' answer is the reply: the module turned the body into a history reply.
+    ``omit`` (config.json's ``omit_fields``) leaves those fields out of the body as it is sent, and
+    an HTTP 400 naming a field it could leave out says so.
     """
+    from .omission import omitted, refusal_hint, refused_field
+
+    body = omitted(body, omit)
     if isinstance(adapter, ResponsesAdapter):
-        adapter.check_wire(body)
+        adapter.check_wire(body, omit)
+    try:
+        return _exchanged(adapter, transport, url, body, headers, on_retry, on_text, on_raw)
+    except TransportError as exc:
+        field = refused_field(exc.provider_message or str(exc), body) if exc.status in (400, 422) else None
+        if field is None:
+            raise
+        raise TransportError(
+            f"{exc}; {refusal_hint(field)}", status=exc.status, provider_message=exc.provider_message
+        ) from None
+
+
+def _exchanged(
+    adapter: Adapter,
+    transport: Transport,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    on_retry: Callable[[int, str], None],
+    on_text: Callable[[str], None] | None,
+    on_raw: Callable[[dict[str, Any]], dict[str, Any] | None] | None,
+) -> ModelReply:
     if body.get("stream") is True:
         parser = adapter.stream_parser(on_text or (lambda _text: None))
         fed = 0
@@ -101,7 +129,7 @@ def exchange(
         def feed(event: dict[str, Any]) -> None:
             nonlocal fed
             fed += 1
-            parser.feed(event)
+            _parsed(adapter, lambda: parser.feed(event))
 
         try:
             result = transport.post(url, body, headers, stream=True, on_retry=on_retry, on_event=feed)
@@ -113,12 +141,23 @@ def exchange(
         answer = parser.raw()
         seen = on_raw(answer) if on_raw is not None else None
         if isinstance(adapter, ResponsesAdapter):
-            return adapter.parse_response(_converted(seen, answer))
-        return parser.finish(ended=result.done)
+            return _parsed(adapter, lambda: adapter.parse_response(_converted(seen, answer)))
+        return _parsed(adapter, lambda: parser.finish(ended=result.done))
     whole = transport.post(url, body, headers, stream=False, on_retry=on_retry)
     assert isinstance(whole, dict)
     seen = on_raw(whole) if on_raw is not None else None
-    return adapter.parse_response(_converted(seen, whole) if isinstance(adapter, ResponsesAdapter) else whole)
+    converted = _converted(seen, whole) if isinstance(adapter, ResponsesAdapter) else whole
+    return _parsed(adapter, lambda: adapter.parse_response(converted))
+
+
+def _parsed(adapter: Adapter, parse: Callable[[], _T]) -> _T:
+    """``parse()``, where model data of a shape no parser check foresaw is still the clean
+    invalid-event error (exit 4, the session untouched), never a crash. The parsers check every
+    field's type themselves; this is the net under them, so a gap is a message, not a traceback."""
+    try:
+        return parse()
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        raise ProviderError(f"{INVALID_EVENT} ({adapter.name} parser: {type(exc).__name__}: {exc})") from None
 
 
 def _converted(seen: dict[str, Any] | None, answer: dict[str, Any]) -> dict[str, Any]:

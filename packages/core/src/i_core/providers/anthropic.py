@@ -16,11 +16,14 @@ from .reply import (
     ModelReply,
     block_break,
     error_message,
+    invalid_event,
     joined_runs,
     merge_extra_body,
     normalized_usage,
+    optional,
     require,
     tool_specs,
+    wire_index,
 )
 
 API_VERSION = "2023-06-01"
@@ -279,43 +282,46 @@ class _MessageStream:
                 f"model stream reported an error: {error_message(event) or 'unknown error'}"
             )
         if kind == "message_start":
-            self._message = dict(event.get("message") or {})
-            self._usage.update(self._message.get("usage") or {})
+            self._message = dict(optional(event, "message", dict, "message_start") or {})
+            self._usage.update(optional(self._message, "usage", dict, "message_start.message") or {})
         elif kind == "content_block_start":
-            index = event.get("index", len(self._blocks))
-            block = dict(event.get("content_block") or {})
+            index = wire_index(event, "index", kind, len(self._blocks))
+            block = dict(optional(event, "content_block", dict, kind) or {})
             if block.get("type") == "tool_use":
                 self._json[index] = []
             if block.get("type") != "text":
                 self._separated = bool(self._shown)
             self._blocks[index] = block
         elif kind == "content_block_delta":
-            self._delta(event.get("index", 0), event.get("delta") or {})
+            self._delta(wire_index(event, "index", kind, 0), optional(event, "delta", dict, kind) or {})
         elif kind == "content_block_stop":
-            self._close_block(event.get("index", 0))
+            self._close_block(wire_index(event, "index", kind, 0))
         elif kind == "message_delta":
-            delta = event.get("delta") or {}
-            if delta.get("stop_reason"):
-                self._stop = delta["stop_reason"]
-            self._usage.update(event.get("usage") or {})
+            delta = optional(event, "delta", dict, kind) or {}
+            stop = optional(delta, "stop_reason", str, f"{kind}.delta")
+            if stop:
+                self._stop = stop
+            self._usage.update(optional(event, "usage", dict, kind) or {})
 
     def _delta(self, index: int, delta: dict[str, Any]) -> None:
         block = self._blocks.setdefault(index, {"type": "text", "text": ""})
         kind = delta.get("type")
+        where = f"content_block_delta({kind!r}).delta"
         if kind == "text_delta":
-            text = delta.get("text", "")
-            block["text"] = block.get("text", "") + text
+            text = optional(delta, "text", str, where) or ""
+            block["text"] = _text_field(block, "text", index) + text
             if text:
                 shown = block_break(self._shown, text) + text if self._separated else text
                 self._separated = False
                 self._shown = (self._shown + shown)[-2:]
                 self._on_text(shown)
         elif kind == "input_json_delta":
-            self._json.setdefault(index, []).append(delta.get("partial_json", ""))
+            self._json.setdefault(index, []).append(optional(delta, "partial_json", str, where) or "")
         elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+            block["thinking"] = _text_field(block, "thinking", index) + (optional(delta, "thinking", str, where) or "")
         elif kind == "signature_delta":
-            block["signature"] = block.get("signature", "") + delta.get("signature", "")
+            signature = optional(delta, "signature", str, where) or ""
+            block["signature"] = _text_field(block, "signature", index) + signature
 
     def _close_block(self, index: int) -> None:
         pieces = self._json.pop(index, None)
@@ -356,3 +362,13 @@ class _MessageStream:
         for index in list(self._json):
             self._close_block(index)
         return self._adapter.parse_response(self.raw())
+
+
+def _text_field(block: dict[str, Any], key: str, index: int) -> str:
+    """The text a block's ``content_block_start`` gave ``key`` (its deltas are appended to it)."""
+    value = block.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise invalid_event(f"content_block_start(index {index}).content_block.{key}", value, "a string")
+    return value

@@ -16,10 +16,13 @@ from .reply import (
     chat_tools,
     error_message,
     included_cache,
+    invalid_event,
     joined_runs,
     merge_extra_body,
     normalized_usage,
+    optional,
     require,
+    wire_index,
 )
 
 # Message fields Chat Completions accepts; everything else (``_`` replay data, reasoning) stays local.
@@ -172,6 +175,12 @@ class DeepSeekAdapter(OpenAIAdapter):
 def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
     """A history message as Chat Completions takes it: no ``_`` fields, on the message or a part."""
     wire = {key: message[key] for key in _WIRE_FIELDS if key in message}
+    calls = wire.get("tool_calls")
+    if isinstance(calls, list) and any(isinstance(c, dict) and any(k[:1] == "_" for k in c) for c in calls):
+        # ``_original_id`` (a renamed duplicate id, call_ids.py) stays local.
+        wire["tool_calls"] = [
+            {k: v for k, v in call.items() if k[:1] != "_"} if isinstance(call, dict) else call for call in calls
+        ]
     content = wire.get("content")
     if isinstance(content, list) and any(isinstance(p, dict) and any(k[:1] == "_" for k in p) for p in content):
         wire["content"] = [
@@ -272,11 +281,15 @@ class _ChatStream:
         if problem is not None:
             self._error = event["error"]
             raise context_rejection(None, event) or ProviderError(f"model stream reported an error: {problem}")
-        for choice in event.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+        for number, choice in enumerate(optional(event, "choices", list, "chunk") or []):
+            where = f"chunk.choices[{number}]"
+            if not isinstance(choice, dict):
+                raise invalid_event(where, choice, "an object")
+            if wire_index(choice, "index", where, 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
-            self._content(delta.get("content"))
+            delta = optional(choice, "delta", dict, where) or {}
+            content = optional(delta, "content", (str, list), f"{where}.delta")
+            self._content(content)
             refusal = delta.get("refusal")
             if isinstance(refusal, str) and refusal:
                 # The refusal is the answer's last run: apart from any text before it, as parsed.
@@ -286,10 +299,12 @@ class _ChatStream:
             reasoning = delta.get("reasoning_content")
             if isinstance(reasoning, str):
                 self._reasoning.append(reasoning)
-            for call in delta.get("tool_calls") or []:
-                self._add_call_delta(call)
-            if choice.get("finish_reason"):
-                self._finish = choice["finish_reason"]
+            calls = optional(delta, "tool_calls", list, f"{where}.delta") or []
+            for position, call in enumerate(calls):
+                self._add_call_delta(call, f"{where}.delta.tool_calls[{position}]")
+            finish = optional(choice, "finish_reason", str, where)
+            if finish:
+                self._finish = finish
 
     def _content(self, content: Any) -> None:
         if isinstance(content, str):
@@ -312,16 +327,24 @@ class _ChatStream:
         self._text.append(text)
         self._on_text(text)
 
-    def _add_call_delta(self, call: dict[str, Any]) -> None:
-        index = call.get("index", len(self._calls))
+    def _add_call_delta(self, call: Any, where: str) -> None:
+        if not isinstance(call, dict):
+            raise invalid_event(where, call, "an object")
+        index = wire_index(call, "index", where, len(self._calls))
         slot = self._calls.setdefault(index, {"id": None, "name": "", "arguments": []})
-        if call.get("id"):
-            slot["id"] = call["id"]
-        function = call.get("function") or {}
-        if function.get("name") and not slot["name"]:
-            slot["name"] = function["name"]
-        if isinstance(function.get("arguments"), str):
-            slot["arguments"].append(function["arguments"])
+        call_id = optional(call, "id", str, where)
+        if call_id:
+            slot["id"] = call_id
+        function = optional(call, "function", dict, where) or {}
+        name = optional(function, "name", str, f"{where}.function")
+        if name and not slot["name"]:
+            slot["name"] = name
+        arguments = optional(function, "arguments", (str, dict), f"{where}.function")
+        if isinstance(arguments, dict):
+            # As in a whole answer: some compatible servers send an object; history holds its JSON text.
+            arguments = orjson.dumps(arguments).decode()
+        if arguments:
+            slot["arguments"].append(arguments)
 
     def raw(self) -> dict[str, Any]:
         """The chat.completion body the events so far amount to (not validated; for after_response)."""

@@ -169,6 +169,41 @@ def require(container: Any, key: str, kind: type | tuple[type, ...], where: str)
     return value
 
 
+INVALID_EVENT = "model sent an invalid event"
+
+
+def invalid_event(where: str, value: Any, expected: str) -> ProviderError:
+    """The clean error for model data of an unexpected type: names the field, what it is and what it should be."""
+    return ProviderError(f"{INVALID_EVENT}: {where} is {_kind(value)}, not {expected}")
+
+
+def optional(container: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``container[key]`` when it has type ``kind``; None when absent or null; else ``invalid_event``."""
+    value = container.get(key)
+    if value is None or (isinstance(value, kind) and not isinstance(value, bool)):
+        return value
+    names = kind if isinstance(kind, tuple) else (kind,)
+    raise invalid_event(f"{where}.{key}", value, " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in names))
+
+
+def wire_index(container: dict[str, Any], key: str, where: str, default: int) -> int:
+    """A non-negative integer index (a block's, a tool call's); ``default`` when absent or null."""
+    value = container.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise invalid_event(f"{where}.{key}", value, "a non-negative integer")
+    return value
+
+
+_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number"}
+
+
+def _kind(value: Any) -> str:
+    names = {bool: "a boolean", **_TYPE_NAMES}
+    return "null" if value is None else names.get(type(value), f"a {type(value).__name__}")
+
+
 def error_message(body: dict[str, Any]) -> str | None:
     """The provider's error message in an error-shaped body (OpenAI and Anthropic), else None."""
     error = body.get("error")

@@ -34,8 +34,10 @@ from .reply import (
     block_break,
     chat_tools,
     error_message,
+    invalid_event,
     merge_extra_body,
     normalized_usage,
+    optional,
     require,
 )
 
@@ -85,9 +87,11 @@ class ResponsesAdapter:
             body["stream"] = True
         return merge_extra_body(body, extra_body)
 
-    def check_wire(self, body: dict[str, Any]) -> None:
-        """Refuse a body about to be sent that would lean on server state or lacks its input."""
-        if "previous_response_id" in body or "conversation" in body or body.get("store") is not False:
+    def check_wire(self, body: dict[str, Any], omit: tuple[str, ...] = ()) -> None:
+        """Refuse a body about to be sent that would lean on server state or lacks its input;
+        ``store`` may be absent only when config.json's ``omit_fields`` leaves it out."""
+        store_ok = body.get("store") is False or ("store" in omit and "store" not in body)
+        if "previous_response_id" in body or "conversation" in body or not store_ok:
             raise ProviderError(
                 "a before_request hook left server state in the Responses request (previous_response_id, "
                 "conversation, or store not false); refused: the core sends the full input every time"
@@ -176,7 +180,7 @@ class _ResponsesStream:
 
     def feed(self, event: dict[str, Any]) -> None:
         """Take one decoded event (its ``type`` names it)."""
-        kind = event.get("type")
+        kind = optional(event, "type", str, "event")
         if kind == "error":
             self._error = {key: event[key] for key in ("code", "message", "param") if key in event}
             wrapped = {"error": self._error}
@@ -208,12 +212,18 @@ class _ResponsesStream:
         delta = event.get("delta")
         if not isinstance(delta, str) or not delta:
             return
-        item = self._items.setdefault(_index(event), {"type": "message", "role": "assistant", "content": []})
+        index = _index(event)
+        item = self._items.setdefault(index, {"type": "message", "role": "assistant", "content": []})
         parts = item.setdefault("content", [])
+        if not isinstance(parts, list):
+            raise invalid_event(f"output item {index}.content", parts, "a list")
         kind = "output_text" if field == "text" else "refusal"
-        if not parts or parts[-1].get("type") != kind:
+        if not parts or not isinstance(parts[-1], dict) or parts[-1].get("type") != kind:
             parts.append({"type": kind, field: ""})
-        parts[-1][field] = parts[-1].get(field, "") + delta
+        before = parts[-1].get(field)
+        if before is not None and not isinstance(before, str):
+            raise invalid_event(f"output item {index}.content[-1].{field}", before, "a string")
+        parts[-1][field] = (before or "") + delta
         shown = block_break(self._shown, delta) + delta if self._separated else delta
         self._separated = False
         self._shown = (self._shown + shown)[-2:]
