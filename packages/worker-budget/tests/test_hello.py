@@ -1,0 +1,13 @@
+"""The `hello` handshake: this worker names itself and the extensions it uses (SPEC §3.4)."""
+
+from __future__ import annotations
+
+from i_budget.__about__ import __version__
+from i_budget.worker import worker
+
+
+def test_hello_names_the_package_and_its_extensions():
+    sent = {"package": "i-core", "version": "0.3.3", "protocol": "1", "extensions": []}
+    answer = worker.handle({"id": 1, "event": "hello", "workspace": "/tmp", "data": sent})["data"]
+    assert (answer["package"], answer["version"], answer["protocol"]) == ("i-worker-budget", __version__, "1")
+    assert answer["extensions"] == ['cut_estimates', 'rejection', 'tool_output_budget']
