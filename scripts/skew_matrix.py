@@ -362,8 +362,8 @@ def _verdicts(text: str) -> str:
         for r in rows
         if r["selected"] and r["status"] != "bundled"
     }
-    if all(v == "ok" for v in judged.values()):
-        return f"versions: {len(judged)} modules ok"
+    if all(v in ("ok", "compatible") for v in judged.values()):  # "ok": an older core's word
+        return f"versions: {len(judged)} modules compatible"
     return "versions: " + ", ".join(f"{m} {v}" for m, v in judged.items())
 
 

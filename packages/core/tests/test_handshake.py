@@ -197,3 +197,58 @@ def test_a_worker_declaring_protocol_2_stops_the_run_before_the_first_request(di
         assert model.requests == []
     assert run.returncode == EXIT_WORKER and "declares protocol 2" in run.stderr
     assert len(errors(run)) == 1
+
+
+# -- `i --runtime versions` and `check` --------------------------------------------------------
+
+
+def test_versions_fails_a_worker_that_declares_protocol_2(dirs, tmp_path):
+    argv, _log = raw(tmp_path, "protocol2")
+    (dirs["config"] / "plugins.json").write_bytes(orjson.dumps({"profile": "skills", "disabled": []}))
+    (dirs["config"] / "bindings.json").write_bytes(orjson.dumps({"skills": {"exec": argv}}))
+    command = [sys.executable, "-m", "i_core", "--runtime", "versions", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == EXIT_WORKER, done.stderr
+    row = next(r for r in orjson.loads(done.stdout)["modules"] if r["module"] == "skills")
+    assert (row["verdict"], row["handshake"], row["protocol"]) == ("incompatible", "answered", "2")
+    assert "declares protocol 2" in row["problem"]
+
+
+def test_versions_shows_what_a_silent_worker_and_our_workers_said(dirs, tmp_path):
+    argv, _log = raw(tmp_path, "silent")
+    (dirs["config"] / "plugins.json").write_bytes(orjson.dumps({"profile": "compact", "disabled": []}))
+    (dirs["config"] / "bindings.json").write_bytes(orjson.dumps({"steering": {"exec": argv}}))
+    command = [sys.executable, "-m", "i_core", "--runtime", "versions", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    rows = {r["module"]: r for r in orjson.loads(done.stdout)["modules"]}
+    assert (rows["steering"]["verdict"], rows["steering"]["handshake"]) == ("unknown", "silent")
+    budget = rows["budget"]
+    if budget["status"] == "installed":
+        assert (budget["verdict"], budget["handshake"]) == ("compatible", "answered")
+        assert "cut_estimates" in budget["extensions"]
+
+
+@pytest.mark.parametrize(("mode", "passed"), [("protocol2", False), ("silent", True)])
+def test_check_fails_a_worker_that_declares_protocol_2_and_passes_a_silent_one(dirs, tmp_path, mode, passed):
+    from i_core.check.framing import handshake
+    from i_core.check.probe import CheckFailed, Run, Target
+    from i_core.check.suite import temporary_site
+
+    argv, _log = raw(tmp_path, mode)
+    with temporary_site() as site:
+        run = Run("skills", Target(tuple(argv), str(tmp_path), "--exec"), site)
+        if passed:
+            assert handshake(run).startswith("silent: unknown, protocol 1")
+        else:
+            with pytest.raises(CheckFailed, match="declares protocol 2"):
+                handshake(run)
+
+
+def test_check_fails_an_old_budget_by_its_version_line(dirs, tmp_path):
+    from i_core.check.framing import handshake
+    from i_core.check.probe import CheckFailed, Run, Target
+    from i_core.check.suite import temporary_site
+
+    argv, _log = raw(tmp_path, "old-budget")
+    with temporary_site() as site, pytest.raises(CheckFailed, match=r"needs i-worker-budget>=0\.2\.0"):
+        handshake(Run("budget", Target(tuple(argv), str(tmp_path), "--exec"), site))

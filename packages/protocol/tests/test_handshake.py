@@ -29,6 +29,11 @@ def test_a_worker_answers_hello_with_who_it_is_and_its_extensions():
     assert speaks(hello)
 
 
+def test_hello_needs_no_request_context():
+    answer = Worker("demo", "1").handle({"id": 7, "event": "hello", "data": hello_request("i-core", "0.3.3")})
+    assert answer["id"] == 7 and answer["data"]["package"] == "i-demo"
+
+
 def test_a_catch_all_handler_does_not_swallow_hello():
     worker = Worker("steer", "1.0")
 

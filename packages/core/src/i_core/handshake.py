@@ -194,7 +194,18 @@ class Handshakes:
             hello = UNKNOWN
         if hello.known or (module or "") not in self._expected:
             return hello
-        return _from_version_line(spec, self._expected[module or ""])
+        return self.from_version_line(spec.argv, spec.cwd, self._expected[module or ""])
+
+    @staticmethod
+    def from_version_line(argv: tuple[str, ...] | list[str], cwd: str | None, package: str) -> Hello:
+        """A silent worker in a slot that expects our ``package``: what its ``--version`` says
+        (unknown when it says nothing readable, or names another package)."""
+        from .versions import ask_version
+
+        answer = ask_version(list(argv), cwd)
+        if answer.package != package or answer.version is None:
+            return UNKNOWN
+        return Hello(answer.package, answer.version)
 
 
 def expected_packages() -> dict[str, str]:
@@ -202,17 +213,6 @@ def expected_packages() -> dict[str, str]:
     from .modules import MODULES
 
     return {name: spec.package for name, spec in MODULES.items() if spec.package in OLDEST_WORKERS}
-
-
-def _from_version_line(spec: Exec, package: str) -> Hello:
-    """A silent worker in a slot that expects our ``package``: what its ``--version`` says (unknown
-    when it says nothing readable, or names another package)."""
-    from .versions import ask_version
-
-    answer = ask_version(list(spec.argv), spec.cwd)
-    if answer.package != package or answer.version is None:
-        return UNKNOWN
-    return Hello(answer.package, answer.version)
 
 
 def _command(spec: Exec) -> str:

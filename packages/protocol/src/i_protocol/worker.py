@@ -202,11 +202,11 @@ class Worker:
         if not isinstance(data, dict):
             raise WorkerError(f"request data must be an object, got {type(data).__name__}")
         frame["data"] = data
+        if event == "hello" and "hello" not in self._hooks:
+            return self.hello()  # protocol-level: answered without a request context
         context = parse_context(frame)
         if event == TOOL_EVENT:
             return self._call_tool(Request(self, frame, context))
-        if event == "hello" and "hello" not in self._hooks:
-            return self.hello()
         handler = self._hooks.get(event) or self._hooks.get("*")
         if handler is None:
             return data  # an event this worker does not handle goes back unchanged
