@@ -10,4 +10,10 @@ def test_hello_names_the_package_and_its_extensions():
     sent = {"package": "i-core", "version": "0.3.3", "protocol": "1", "extensions": []}
     answer = worker.handle({"id": 1, "event": "hello", "workspace": "/tmp", "data": sent})["data"]
     assert (answer["package"], answer["version"], answer["protocol"]) == ("i-worker-compact", __version__, "1")
-    assert answer["extensions"] == ['after_compact_commit', 'after_compact_rounds', 'chunks', 'cut_estimates', 'previous_attempt']
+    assert answer["extensions"] == [
+        "after_compact_commit",
+        "after_compact_rounds",
+        "chunks",
+        "cut_estimates",
+        "previous_attempt",
+    ]

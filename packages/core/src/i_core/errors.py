@@ -24,8 +24,9 @@ breaks it can only come from a hook, so the command line maps it to exit 6 too.
 
 Exit codes of `i`: 0 done, 1 an internal error (a bug: the one line says so), 2 usage,
 3 configuration, session or a file or folder the run needs, 4 model/API, 5 budget exhausted,
-6 worker failure (a worker refused by the handshake too), 7 the installed i-protocol does not fit this core (``preflight``: missing, outside
-the needed range, or another build of the version), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+6 worker failure (a worker the ``hello`` handshake refuses too: ``WorkerIncompatible``), 7 the
+installed i-protocol does not fit this core (``preflight``: missing, outside the needed range, or
+another build of the version), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations

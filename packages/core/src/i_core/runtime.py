@@ -29,8 +29,8 @@ from i_protocol import Paths, ProtocolError, paths_from_env
 from i_protocol.workspace import canonical_workspace, workspace_id_for, workspace_state_dir
 
 from .errors import ConfigError
-from .hooks import FIRST_REQUEST_EVENTS, HookRunner
 from .handshake import Handshakes, KeptHellos, expected_packages
+from .hooks import FIRST_REQUEST_EVENTS, HookRunner
 from .kept_tools import KeptTools
 from .manifest import Exec, Manifest, ToolEntry
 from .pool import DEFAULT_IO_LIMIT, WorkerPool

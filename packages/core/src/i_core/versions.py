@@ -30,15 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from i_protocol import PROTOCOL_VERSION, paths_from_env
-from i_protocol.handshake import UNKNOWN, Hello, hello_request, parse_hello
 from i_protocol import __version__ as _LIBRARY_VERSION
+from i_protocol.handshake import UNKNOWN, Hello, hello_request, parse_hello
 
 from . import preflight
 from .__about__ import __version__
 from .compatibility import OLDEST_WORKERS
-from .handshake import CORE_EXTENSIONS, refusal
 from .errors import ConfigError
 from .executables import core_worker_argv, find_script
+from .handshake import CORE_EXTENSIONS, refusal
 from .manifest import Exec
 from .modules import CONSOLE_MODULES, MODULES, PROFILES
 from .plugins import load_bindings, load_plugins

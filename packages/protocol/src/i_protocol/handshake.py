@@ -132,7 +132,7 @@ def _declared_protocol(answer: Any, sent: dict[str, Any] | None) -> Hello:
     package, version = answer.get("package"), answer.get("version")
     named = isinstance(package, str) and package != sent.get("package")
     return Hello(
-        package if named else None,  # type: ignore[arg-type]
+        package if named else None,
         version if named and isinstance(version, str) else None,
         protocol,
         known=True,

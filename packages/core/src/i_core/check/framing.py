@@ -162,7 +162,9 @@ def handshake(run: Run) -> str:
         named = f" ({hello.package} {hello.version} by --version)" if hello.version else ""
         return f"silent: unknown, protocol 1, no extensions{named}"
     extensions = ", ".join(sorted(hello.extensions)) or "none"
-    return f"{hello.package} {hello.version}, protocol {hello.protocol}, library {hello.library}; extensions: {extensions}"
+    return (
+        f"{hello.package} {hello.version}, protocol {hello.protocol}, library {hello.library}; extensions: {extensions}"
+    )
 
 
 def _diff(sent: dict[str, Any], answer: dict[str, Any]) -> str:
