@@ -117,9 +117,11 @@ class KeptHellos:
             return None
         if any(not isinstance(s, dict) or file_stamp(str(s.get("path"))) != s for s in stamps):
             return None
-        if not said.get("known"):
-            version = said.get("version")
-            return Hello(said.get("package"), version if isinstance(version, str) else None)
+        if not said.get("known"):  # silent to hello: what its --version line said, if anything
+            package, version = said.get("package"), said.get("version")
+            if isinstance(package, str) and isinstance(version, str):
+                return Hello(package, version)
+            return UNKNOWN
         return parse_hello({**said, "library": said.get("library") or ""})
 
     def store(self, spec: Exec, hello: Hello) -> None:
