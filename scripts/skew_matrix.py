@@ -12,7 +12,9 @@ a resumed turn that must see the memory, an MCP tool call (the i-mcp worker with
 fixture server), the cache report and ``i --runtime versions``.
 
 Prints one line per row and ``skew: N passed, N failed, N skipped, N xfailed``; exit 1 on a failure.
-Rows that can only stop early with [4/12]'s ``hello`` handshake are expected failures (xfail).
+A row that must stop (an incompatible pin) passes when the run ends before the first model
+request with one line naming the package and the version it needs (the ``hello`` handshake); a row
+may be marked an expected failure (xfail) with its reason.
 """
 
 from __future__ import annotations
@@ -37,10 +39,6 @@ import releases  # scripts/releases.py: changelogs, builds
 ROOT = releases.ROOT
 CACHE = Path(os.environ.get("SKEW_CACHE", ROOT / ".cache" / "skew")).resolve()
 DRIVER_SITE = Path(next(p for p in sys.path if p.endswith("site-packages")))
-NEEDS_HANDSHAKE = (
-    "[4/12]: the core learns a worker's version only from the hello handshake; until it lands an "
-    "incompatible worker runs turns and then fails later"
-)
 MCP_SERVER = ROOT / "packages" / "worker-mcp" / "tests" / "fixture_server.py"
 FILLER = (
     "The build pipeline compiles the parser, links the runtime and runs the integration suite; "
@@ -310,9 +308,7 @@ class Session:
             raise Failed(f"i {shown}: exit {done.returncode}: {line[0][:300]}")
         return done
 
-    def run(self, extra_check: Callable[[Session, Any], None] | None = None) -> str:
-        from i_scripted import ScriptedModel
-
+    def _configure(self, model: Any) -> None:
         for k in ("config", "data", "cache", "runtime", "project"):
             (self.tmp / k).mkdir(parents=True, exist_ok=True)
         (self.tmp / "project" / "README.md").write_text("# skew project\n\nUsed by scripts/skew-matrix.\n")
@@ -325,21 +321,42 @@ class Session:
         (config / "mcp.json").write_text(json.dumps({"mcpServers": {"fixture": server}}))
         if self.bindings:
             (config / "bindings.json").write_text(json.dumps(self.bindings))
-        with ScriptedModel([scripted_step] * 40) as model:
-            (config / "config.json").write_text(
-                json.dumps(
-                    {
-                        "protocol": "openai",
-                        "base_url": model.base_url,
-                        "model": "scripted-1",
-                        "max_tokens": 256,
-                        "retries": 0,
-                        "timeout": 30,
-                        "stream": False,
-                        "budget": {"context_window": 100000},
-                    }
-                )
+        (config / "config.json").write_text(
+            json.dumps(
+                {
+                    "protocol": "openai",
+                    "base_url": model.base_url,
+                    "model": "scripted-1",
+                    "max_tokens": 256,
+                    "retries": 0,
+                    "timeout": 30,
+                    "stream": False,
+                    "budget": {"context_window": 100000},
+                }
             )
+        )
+
+    def stops(self, expect: str) -> str:
+        """The first turn ends before the first request with one line containing ``expect``, exit 6."""
+        from i_scripted import ScriptedModel
+
+        with ScriptedModel([scripted_step] * 4) as model:
+            self._configure(model)
+            done = self.i("-C", str(self.tmp / "project"), f"turn 0: {FILLER[:200]}", check=False)
+            requests = len(model.requests)
+        lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("[i] ")]
+        if requests:
+            raise Failed(f"{requests} model request(s) before the stop (exit {done.returncode})")
+        if done.returncode != 6 or len(lines) != 1 or expect not in lines[0]:
+            raise Failed(f"exit {done.returncode}, expected 6 and one line with {expect!r}: {lines[:3]}")
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return f"one line, exit 6, no request: {lines[0][:160]}"
+
+    def run(self, extra_check: Callable[[Session, Any], None] | None = None) -> str:
+        from i_scripted import ScriptedModel
+
+        with ScriptedModel([scripted_step] * 40) as model:
+            self._configure(model)
             s = ("-C", str(self.tmp / "project"), "--session-name", "s")
             self.i(*s, "--yolo", "remember: the build command is make all")  # memory_set asks otherwise
             for n in range(3):
@@ -385,8 +402,8 @@ def _verdicts(text: str) -> str:
         for r in rows
         if r["selected"] and r["status"] != "bundled"
     }
-    if all(v == "ok" for v in judged.values()):
-        return f"versions: {len(judged)} modules ok"
+    if all(v in ("ok", "compatible") for v in judged.values()):  # "ok": an older core's word
+        return f"versions: {len(judged)} modules compatible"
     return "versions: " + ", ".join(f"{m} {v}" for m, v in judged.items())
 
 
@@ -403,6 +420,16 @@ def today() -> dict[str, Build]:
 
 
 # -- rows that must stop before the first request ---------------------------------------------
+
+
+def refused_row(core: Build, workers: dict[str, Build], expect: str) -> Callable[[], str]:
+    """A session with an incompatible worker stops before the first request, naming it (the handshake)."""
+
+    def run() -> str:
+        core_env, bins = pipx_layout(core, workers)
+        return Session(core_env, bins).stops(expect)
+
+    return run
 
 
 def stop_row(make_env: Callable[[], Path], expect: str) -> Callable[[], str]:
@@ -567,8 +594,7 @@ def rows(pins: list[str]) -> list[Row]:
     found.append(
         Row(
             f"today's core + {old_budget.label} (5061af3)",
-            session_row(core_now, {**workers_now, "worker-budget": old_budget}),
-            xfail=NEEDS_HANDSHAKE + " (compaction fails not_reducing; versions already says too old)",
+            refused_row(core_now, {**workers_now, "worker-budget": old_budget}, "i-worker-budget>=0.2.0"),
         )
     )
     needs = _needs_at(core_now)

@@ -132,7 +132,7 @@ def test_the_archive_bound_drops_the_oldest_generation_and_the_summary_says_so(i
         assert archive["dropped"] and archive["dropped"][0][0] == 1, archive
         gone = archive["dropped"][-1][1]
         summary = next(m for m in doc["messages"] if "_compaction" in m)["content"]
-        assert f"No longer recallable (removed by the archive's size bound, or damaged): spans 1-{gone}." in summary
+        assert f"No longer archived (removed by the archive's size bound, or damaged): spans 1-{gone}." in summary
         assert (project / ".i" / "sessions" / "s.archive.jsonl").stat().st_size <= 12000
         turns(i, project, ["recall span=1"])
         assert "not in the archive; recallable:" in agent.tool_results[-1]

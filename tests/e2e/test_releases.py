@@ -119,5 +119,6 @@ def test_versions_gives_every_installed_worker_a_verdict(env, dirs):
     assert result.returncode == 0, result.stderr
     rows = {m["module"]: m for m in json.loads(result.stdout)["modules"]}
     for module in ("budget", "compact", "cache", "memory", "web"):
-        assert rows[module]["verdict"] == "ok", rows[module]
+        assert rows[module]["verdict"] == "compatible", rows[module]
+        assert rows[module]["handshake"] == "answered", rows[module]
         assert rows[module]["library"] and rows[module]["build"] and rows[module]["library_build"]

@@ -59,7 +59,7 @@ def test_the_bound_drops_the_oldest_generations_and_the_citation_says_so(tmp_pat
     gone = index.dropped
     assert gone[0][0] == 1 and gone[-1][1] == 3 * (numbers[0] - 1)  # merged into one range
     text = citation(index)
-    assert f"No longer recallable (removed by the archive's size bound, or damaged): spans 1-{gone[-1][1]}." in text
+    assert f"No longer archived (removed by the archive's size bound, or damaged): spans 1-{gone[-1][1]}." in text
     assert "[span 10-12] tool calls: call_4" in text
 
 
@@ -128,9 +128,9 @@ def test_the_citation_stays_bounded_however_long_the_session() -> None:
     text = citation(Index(next_span=2011, next_generation=201, size=1, spans=spans, dropped=[[1, 10]]))
     assert len(text) < 2000
     lines = text.splitlines()
-    assert lines[1].startswith("[span 11-") and "earlier messages (recall by span" in lines[1]
+    assert lines[1].startswith("[span 11-") and "earlier messages (tool call ids not listed)" in lines[1]
     assert lines[-2].startswith("[span 2001-2010] tool calls: call_200_0, ") and lines[-2].endswith(" and 18 more")
-    assert lines[-1] == "No longer recallable (removed by the archive's size bound, or damaged): spans 1-10."
+    assert lines[-1] == "No longer archived (removed by the archive's size bound, or damaged): spans 1-10."
 
 
 def test_adjacent_generations_without_tool_calls_are_cited_as_one_span() -> None:
@@ -154,4 +154,22 @@ def test_a_damaged_archive_is_set_aside_and_what_can_be_read_is_kept(tmp_path: P
     assert len(aside) == 1 and b"GARBAGE" in aside[0].read_bytes()  # the damaged copy is kept
     assert [g.number for g in archive.generations(index)] == [1, 4]
     assert index.dropped == [[4, 9]] and [entry[0] for entry in index.spans] == [1, 4]
-    assert "No longer recallable (removed by the archive's size bound, or damaged): spans 4-9." in citation(index)
+    assert "No longer archived (removed by the archive's size bound, or damaged): spans 4-9." in citation(index)
+
+
+def test_the_citation_is_data_and_names_no_tool() -> None:
+    # A core without recall (after a rollback) must not read an instruction to call it.
+    spans = [[1, 1, 6, ["call_1_0"]], [2, 7, 12, []]]
+    text = citation(Index(next_span=13, next_generation=3, size=1, spans=spans, dropped=[[1, 2]]))
+    assert "recall" not in text.lower()
+    assert "[span 1-6] tool calls: call_1_0" in text and "[span 7-12]" in text
+
+
+def test_a_citation_of_an_earlier_core_is_taken_off_before_a_compaction() -> None:
+    from i_core.compaction import summary_message, without_citation
+
+    legacy = (
+        "Recall: the original messages this summary replaced are archived. The recall tool returns them.\n[span 1-4]"
+    )
+    message = summary_message("the summary", citation=legacy)
+    assert without_citation(message) == summary_message("the summary")

@@ -147,15 +147,15 @@ def test_each_row_has_a_verdict(dirs, tmp_path):
     (dirs["config"] / "bindings.json").write_bytes(orjson.dumps(bindings))
     found = rows(dirs)
     assert (found["budget"].verdict, found["budget"].problem) == (
-        "too old",
+        "incompatible",
         "this core works with i-worker-budget>=0.2.0 (docs/compatibility.md)",
     )
-    assert found["cache"].verdict == "too old" and found["cache"].version is None
+    assert found["cache"].verdict == "incompatible" and found["cache"].version is None
     assert "needs i-protocol>=0.2.2,<0.3, but i-protocol 0.2.1 is installed" in (found["cache"].problem or "")
     assert (found["prompts"].verdict, found["prompts"].problem) == ("unknown", None)
-    assert found["approval"].verdict == "ok"  # bundled
+    assert found["approval"].verdict == "compatible"  # bundled
     table = subprocess.run([*CORE, "--runtime", "versions"], capture_output=True, text=True, timeout=60)
-    assert table.returncode == 6  # a selected module is too old
+    assert table.returncode == 6  # a selected module is incompatible
     assert "VERDICT" in table.stdout.splitlines()[1]
 
 
@@ -170,14 +170,14 @@ def test_the_build_line_is_read_without_its_separators(tmp_path):
 def test_an_installed_worker_reports_its_library_and_build(dirs):
     installed("i_memory")
     memory = rows(dirs)["memory"]
-    assert memory.verdict == "ok"
+    assert memory.verdict == "compatible"
     assert memory.library == LIBRARY and memory.build and len(memory.build) == 12
     document = json.loads(
         subprocess.run([*CORE, "--runtime", "versions", "--json"], capture_output=True, text=True, timeout=60).stdout
     )
     assert document["core"]["library"] == LIBRARY
     row = next(m for m in document["modules"] if m["module"] == "memory")
-    assert row["verdict"] == "ok" and row["library_build"]
+    assert row["verdict"] == "compatible" and row["library_build"]
     # The build is the 12-hex tree prefix alone, not the ';' that ends it on the --version line.
     assert re.fullmatch(r"[0-9a-f]{12}", row["library_build"]), row["library_build"]
 

@@ -214,21 +214,22 @@ class Archive:
         return [sizes.get(entry[0], 0) for entry in index.spans]
 
 
-CITATION_OPEN = "Recall: the original"
+CITATION_OPEN = "Archived originals"
+"""How the citation starts. It is data only: no tool is named, so a core without ``recall`` (after a
+rollback) offers nothing that fails; how to use it is in the ``recall`` tool's description."""
+LEGACY_CITATION_OPENS = ("Recall: the original",)
+"""How citations written by earlier cores started (taken off like today's before a compaction)."""
 
 
 def citation(index: Index) -> str:
-    """What a summary says about recall: the spans it covers, their tool call ids, what is gone.
+    """What a summary cites of the archive, as data: the spans it covers, their tool call ids, what is gone.
 
     Bounded (``MAX_CITATION_CHARS``) whatever the session's length, since it rides in every
     request: the newest spans are cited with their tool call ids, older ones as one range.
     """
     if not index.spans and not index.dropped:
         return ""
-    head = (
-        f"{CITATION_OPEN} messages this summary replaced are archived. The recall tool returns them "
-        'exactly, by span (e.g. recall with span "12-40") or by tool call id.'
-    )
+    head = f"{CITATION_OPEN} of the messages this summary replaced, by span and tool call id:"
     cited: list[str] = []
     used = len(head)
     older = _merged(index.spans)
@@ -245,11 +246,11 @@ def citation(index: Index) -> str:
         older.pop()
     lines = [head]
     if older:
-        lines.append(f"[span {older[0][1]}-{older[-1][2]}] earlier messages (recall by span; tool call ids not listed)")
+        lines.append(f"[span {older[0][1]}-{older[-1][2]}] earlier messages (tool call ids not listed)")
     lines.extend(cited)
     if index.dropped:
         gone = ", ".join(f"{first}-{last}" if last > first else str(first) for first, last in index.dropped)
-        lines.append(f"No longer recallable (removed by the archive's size bound, or damaged): spans {gone}.")
+        lines.append(f"No longer archived (removed by the archive's size bound, or damaged): spans {gone}.")
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ import orjson
 
 from i_protocol.history import HistoryError, is_summary, summary_marker, text_of, validate_history
 
-from .archive import CITATION_OPEN
+from .archive import CITATION_OPEN, LEGACY_CITATION_OPENS
 from .budget import Budget
 from .config import ApiConfig
 from .errors import CompactionError, HookResultError, ModelError, WorkerFailure
@@ -80,17 +80,19 @@ def summary_message(summary: str, images: list[dict[str, Any]] | None = None, ci
 
 
 def without_citation(message: dict[str, Any]) -> dict[str, Any]:
-    """A summary message without the core's recall citation (it is rewritten at every compaction)."""
+    """A summary message without the core's archive citation (it is rewritten at every compaction); a
+    citation of an earlier core (which named the recall tool) is taken off too."""
     if not is_summary(message):
         return message
     content = message.get("content")
-    cut = f"\n\n{CITATION_OPEN}"
-    if isinstance(content, str) and cut in content:
-        return {**message, "content": content[: content.index(cut)]}
-    if isinstance(content, list) and content and isinstance(content[0], dict):
-        first = content[0].get("text")
-        if isinstance(first, str) and cut in first:
-            return {**message, "content": [{**content[0], "text": first[: first.index(cut)]}, *content[1:]]}
+    for opening in (CITATION_OPEN, *LEGACY_CITATION_OPENS):
+        cut = f"\n\n{opening}"
+        if isinstance(content, str) and cut in content:
+            return {**message, "content": content[: content.index(cut)]}
+        if isinstance(content, list) and content and isinstance(content[0], dict):
+            first = content[0].get("text")
+            if isinstance(first, str) and cut in first:
+                return {**message, "content": [{**content[0], "text": first[: first.index(cut)]}, *content[1:]]}
     return message
 
 

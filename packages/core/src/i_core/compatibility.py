@@ -1,6 +1,7 @@
 """Which worker releases this core works with: the oldest version of each of our worker packages
 (docs/compatibility.md, "This core and the workers"; a core test compares the two). An older one
-is reported ``too old`` by ``i --runtime versions``; [4/12]'s handshake will refuse it at start.
+is ``incompatible`` for ``i --runtime versions`` and ``check``, and the ``hello`` handshake
+(``i_core.handshake``) refuses it at its first call, before it is used.
 """
 
 from __future__ import annotations

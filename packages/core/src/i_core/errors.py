@@ -12,6 +12,8 @@ Every class is defined here (other modules import them) and drawn once::
       + BudgetExhausted ....... 5   the next request cannot fit and nothing could compact it
       + WorkerFailure ......... 6   a worker call failed (the worker was evicted)
         - HookResultError ..... 6   a hook answered, but not what its event must return
+        - WorkerIncompatible .. 6   a worker is refused by the handshake: a protocol this core does
+                                    not speak, or a release the compatibility table rules out
       + CompactionError ....... 1   a compaction step refused; becomes the attempt's outcome
       + ToolError ............. 1   a tool call failed; becomes the tool result the model reads
 
@@ -22,8 +24,9 @@ breaks it can only come from a hook, so the command line maps it to exit 6 too.
 
 Exit codes of `i`: 0 done, 1 an internal error (a bug: the one line says so), 2 usage,
 3 configuration, session or a file or folder the run needs, 4 model/API, 5 budget exhausted,
-6 worker failure, 7 the installed i-protocol does not fit this core (``preflight``: missing, outside
-the needed range, or another build of the version), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+6 worker failure (a worker the ``hello`` handshake refuses too: ``WorkerIncompatible``), 7 the
+installed i-protocol does not fit this core (``preflight``: missing, outside the needed range, or
+another build of the version), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ __all__ = [
     "ToolError",
     "TransportError",
     "WorkerFailure",
+    "WorkerIncompatible",
     "blocking_file",
     "os_problem",
 ]
@@ -166,6 +170,11 @@ class HookResultError(WorkerFailure):
     def __init__(self, message: str, *, check: str | None = None) -> None:
         super().__init__(message)
         self.check = check
+
+
+class WorkerIncompatible(WorkerFailure):
+    """The ``hello`` handshake refused a worker before it was used (``i_core.handshake``): one line
+    naming the package, its version, the range needed and the command that fixes it."""
 
 
 class CompactionError(CoreError):

@@ -15,14 +15,17 @@ import os
 import shlex
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from i_protocol import CallError, Paths
 from i_protocol.host import DEFAULT_DEADLINE_S, WorkerProcess
 from i_protocol.host import DEFAULT_STDERR_LIMIT as DEFAULT_IO_LIMIT
 
-from .errors import WorkerFailure
+from .errors import WorkerFailure, WorkerIncompatible
 from .manifest import Exec
+
+if TYPE_CHECKING:
+    from .handshake import Handshakes
 
 __all__ = [
     "DEFAULT_IO_LIMIT",
@@ -109,12 +112,16 @@ class WorkerPool:
         deadline: float = DEFAULT_DEADLINE_S,
         environ: Mapping[str, str] | None = None,
         spawn: Spawn | None = None,
+        handshakes: Handshakes | None = None,
     ) -> None:
         self._env = worker_environment(paths, environ)
         self._io_limit = io_limit_bytes
         self._spawn = spawn or self._spawn_process
         self.deadline = deadline
         self._workers: dict[tuple[tuple[str, ...], str], HostedWorker] = {}
+        self.handshakes = handshakes
+        """Sends ``hello`` at each process's first call (``i_core.handshake``); None: no handshake."""
+        self._greeted: dict[tuple[tuple[str, ...], str], HostedWorker] = {}
         self._lock = threading.Lock()
         self.closed = False
 
@@ -176,6 +183,7 @@ class WorkerPool:
         worker: HostedWorker | None = None
         try:
             worker = self._get(spec)
+            self._greet(spec, worker, module)
             return worker.call(event, data, context=context, timeout=deadline or self.deadline)
         except CallError as exc:
             if worker is not None:
@@ -184,6 +192,21 @@ class WorkerPool:
             if event == "provider_request":
                 what = "the model provider failed (no built-in adapter is used instead)"
             raise WorkerFailure(f"{what}: worker {describe_worker(spec, module)} {exc.problem}") from exc
+
+    def _greet(self, spec: Exec, worker: HostedWorker, module: str | None) -> None:
+        """The handshake at a process's first call: one round trip at most (none with a kept answer)."""
+        if self.handshakes is None:
+            return
+        with self._lock:
+            if self._greeted.get(spec.key) is worker:
+                return
+        try:
+            self.handshakes.greet(spec, worker, module, self.deadline)
+        except WorkerIncompatible:
+            self._evict(spec, worker)
+            raise
+        with self._lock:
+            self._greeted[spec.key] = worker
 
     def _evict(self, spec: Exec, worker: HostedWorker) -> None:
         with self._lock:

@@ -7,6 +7,8 @@ loads what it needs meanwhile; reading ``manifest`` (or ``ready()``) waits for t
 raises their failure. A subscriber whose answer is kept (``kept_tools``) is not asked and not
 started. Every other worker starts at its first call (a tool's worker when the model first calls
 one of its tools), so a one-shot run pays only for the processes its first request needs.
+Every worker process gets the ``hello`` handshake at its first call (``handshake``; a kept answer
+spares the round trip), so an incompatible worker is refused before it is used.
 Leaving — normally, on an error, on Ctrl-C or on SIGTERM — shuts the whole pool down.
 
 A worker that cannot even be spawned (a missing or non-executable program, a missing cwd) is
@@ -27,6 +29,7 @@ from i_protocol import Paths, ProtocolError, paths_from_env
 from i_protocol.workspace import canonical_workspace, workspace_id_for, workspace_state_dir
 
 from .errors import ConfigError
+from .handshake import Handshakes, KeptHellos, expected_packages
 from .hooks import FIRST_REQUEST_EVENTS, HookRunner
 from .kept_tools import KeptTools
 from .manifest import Exec, Manifest, ToolEntry
@@ -54,6 +57,9 @@ class Runtime:
         self.config_dir = Path(self.paths.config_dir)
         self._manifest: Manifest = load_active_manifest(self.config_dir, manifest_path)
         self.pool = WorkerPool(self.paths, io_limit_bytes=io_limit_bytes)
+        self.pool.handshakes = Handshakes(
+            KeptHellos(self.paths.cache_dir, self.pool.environment), expected=expected_packages()
+        )
         self.hooks = HookRunner(
             self._manifest, self.pool, {"workspace": self.workspace, "workspace_id": self.workspace_id}
         )

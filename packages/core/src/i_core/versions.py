@@ -6,16 +6,21 @@ A module is ``bound`` (bindings.json), ``bundled`` (in this core), ``installed``
 script found next to the interpreter or on PATH) or ``missing``. Bound and installed programs are
 asked ``PROGRAM --version`` (a worker answers ``"<dist> <version> (i-protocol <N>)"``, and ours
 a second line ``build <tree>; i-protocol <version> build <tree>; needs i-protocol<range>``) under a
-short timeout, all at once; bundled ones are read from this core's own version.
+short timeout, all at once, and started once to answer the ``hello`` handshake (SPEC §3.4:
+package, version, protocol, library, extensions); bundled ones are read from this core's own version.
 
-The verdict: ``ok``; ``too old`` when the program stopped because its i-protocol does not fit (its
-one line, exit 7) or its package is older than the oldest release this core works with
-(``compatibility.OLDEST_WORKERS``, docs/compatibility.md); ``unknown`` when the version cannot be
-read, the module is missing, or the package is not one of ours (a worker not built on i-protocol).
+The verdict, as a session's handshake judges (``i_core.handshake``): ``compatible``;
+``incompatible`` when the program stopped because its i-protocol does not fit (its one line, exit
+7), declares a protocol this core does not speak (in ``hello`` or ``--version``), or names a
+release older than the oldest this core works with (``compatibility.OLDEST_WORKERS``,
+docs/compatibility.md); ``unknown`` when the version cannot be read, the module is missing, or the
+package is not one of ours (a worker not built on i-protocol). A worker silent to ``hello`` is
+judged by its ``--version`` line.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -26,12 +31,14 @@ from typing import Any
 
 from i_protocol import PROTOCOL_VERSION, paths_from_env
 from i_protocol import __version__ as _LIBRARY_VERSION
+from i_protocol.handshake import UNKNOWN, Hello, hello_request, parse_hello
 
 from . import preflight
 from .__about__ import __version__
 from .compatibility import OLDEST_WORKERS
 from .errors import ConfigError
 from .executables import core_worker_argv, find_script
+from .handshake import CORE_EXTENSIONS, refusal
 from .manifest import Exec
 from .modules import CONSOLE_MODULES, MODULES, PROFILES
 from .plugins import load_bindings, load_plugins
@@ -62,7 +69,11 @@ class ModuleVersion:
     """The program's build: the git tree hash of its ``packages/<pkg>/src`` (12 digits), as installed."""
     library_build: str | None = None
     verdict: str = "unknown"
-    """``ok``, ``too old`` or ``unknown`` (see the module's docstring)."""
+    """``compatible``, ``incompatible`` or ``unknown`` (see the module's docstring)."""
+    handshake: str | None = None
+    """``answered`` (the worker answered ``hello``), ``silent`` (data unchanged), or None (not asked)."""
+    extensions: list[str] | None = None
+    """The extension names the worker declared in ``hello``."""
 
 
 @dataclass(frozen=True)
@@ -116,18 +127,47 @@ def ask_version(argv: list[str], cwd: str | None = None) -> VersionAnswer:
     return VersionAnswer(*parsed, None, build["library"], build["build"], build["library_build"])
 
 
-def verdict(package: str | None, version: str | None, answer: VersionAnswer | None = None) -> tuple[str, str | None]:
-    """(verdict, why) of a module's answer: ``ok``, ``too old`` or ``unknown``."""
+def verdict(
+    package: str | None, version: str | None, answer: VersionAnswer | None = None, hello: Hello | None = None
+) -> tuple[str, str | None]:
+    """(verdict, why) of a module's answers: ``compatible``, ``incompatible`` or ``unknown``."""
     if answer is not None and answer.too_old:
-        return "too old", None
+        return "incompatible", None
+    if hello is not None and hello.known:
+        package, version = hello.package or package, hello.version or version
+    protocol = hello.protocol if hello is not None and hello.known else (answer.protocol if answer else None)
+    if protocol is not None and protocol != PROTOCOL_VERSION:
+        said = Hello(package, version, protocol, known=True)
+        return "incompatible", refusal(said, None)
     if package is None or version is None:
         return "unknown", None
-    oldest = OLDEST_WORKERS.get(package)
-    if package == "i-core" or (oldest is not None and preflight.fits(version, f">={oldest}")):
-        return "ok", None
-    if oldest is not None:
-        return "too old", f"this core works with {package}>={oldest} (docs/compatibility.md)"
+    problem = refusal(Hello(package, version), None)
+    if problem is not None:
+        return "incompatible", f"this core works with {package}>={OLDEST_WORKERS[package]} (docs/compatibility.md)"
+    if package == "i-core" or package in OLDEST_WORKERS:
+        return "compatible", None
     return "unknown", None
+
+
+def ask_hello(argv: list[str], cwd: str | None, env: dict[str, str]) -> Hello | None:
+    """Start ``argv`` once and send it ``hello``: what it said (``UNKNOWN`` when silent), None when it
+    could not be asked (it did not start or answer; ``--version`` says why)."""
+    from i_protocol import CallError, ErrorFrame
+    from i_protocol.host import WorkerProcess
+
+    sent = hello_request("i-core", __version__, CORE_EXTENSIONS)
+    try:
+        worker = WorkerProcess.spawn(argv, cwd=cwd, env=env, name=os.path.basename(argv[0]))
+    except (CallError, OSError):
+        return None
+    try:
+        return parse_hello(worker.call("hello", sent, timeout=VERSION_TIMEOUT_S), sent)
+    except ErrorFrame:
+        return UNKNOWN
+    except CallError:
+        return None
+    finally:
+        worker.close(grace=0.5)
 
 
 def selected_modules(config_dir: Path) -> set[str]:
@@ -143,16 +183,20 @@ def selected_modules(config_dir: Path) -> set[str]:
 
 def module_versions(config_dir: Path) -> list[ModuleVersion]:
     """Every module, the selected ones first, with what would run for it."""
+    from .pool import worker_environment
+
     bindings = load_bindings(config_dir)
     selected = selected_modules(config_dir)
     names = sorted(MODULES, key=lambda m: (m not in selected, m))
+    env = worker_environment(paths_from_env())
     with ThreadPoolExecutor(max_workers=8) as pool:
-        rows = list(pool.map(lambda m: _row(m, m in selected, bindings), names))
+        rows = list(pool.map(lambda m: _row(m, m in selected, bindings, env), names))
     configured = _configured_provider(config_dir)
     if configured is not None:  # config.json's provider wins over a bindings.json one (selection.bound_provider)
-        rows.append(_row("provider", True, {"provider": {"exec": list(configured.argv), "cwd": configured.cwd}}))
+        provider = {"provider": {"exec": list(configured.argv), "cwd": configured.cwd}}
+        rows.append(_row("provider", True, provider, env))
     elif "provider" in bindings:
-        rows.append(_row("provider", True, bindings))
+        rows.append(_row("provider", True, bindings, env))
     return rows
 
 
@@ -167,10 +211,10 @@ def _configured_provider(config_dir: Path) -> Exec | None:
         return None
 
 
-def _row(module: str, selected: bool, bindings: dict[str, dict[str, Any]]) -> ModuleVersion:
+def _row(module: str, selected: bool, bindings: dict[str, dict[str, Any]], env: dict[str, str]) -> ModuleVersion:
     if module in bindings:
-        argv = list(bindings[module]["exec"])
-        return _asked(module, selected, "bound", argv, None, ask_version(argv, bindings[module].get("cwd")))
+        argv, cwd = list(bindings[module]["exec"]), bindings[module].get("cwd")
+        return _asked(module, selected, "bound", argv, None, _both(argv, cwd, env))
     spec = MODULES[module]
     if spec.bundled:
         return ModuleVersion(
@@ -182,7 +226,7 @@ def _row(module: str, selected: bool, bindings: dict[str, dict[str, Any]]) -> Mo
             __version__,
             PROTOCOL_VERSION,
             library=_LIBRARY_VERSION,
-            verdict="ok",
+            verdict="compatible",
         )
     assert spec.script is not None
     found = find_script(spec.script)
@@ -190,31 +234,46 @@ def _row(module: str, selected: bool, bindings: dict[str, dict[str, Any]]) -> Mo
         return ModuleVersion(
             module, selected, "missing", None, spec.package, None, None, f"run `pipx install {spec.package}`"
         )
-    return _asked(module, selected, "installed", [found], spec.package, ask_version([found]))
+    return _asked(module, selected, "installed", [found], spec.package, _both([found], None, env))
+
+
+def _both(argv: list[str], cwd: str | None, env: dict[str, str]) -> tuple[VersionAnswer, Hello | None]:
+    """``--version`` and ``hello``; a program that stopped on its i-protocol is not started again."""
+    answer = ask_version(argv, cwd)
+    return answer, None if answer.too_old else ask_hello(argv, cwd, env)
 
 
 def _asked(
-    module: str, selected: bool, status: str, argv: list[str], package: str | None, answer: VersionAnswer
+    module: str,
+    selected: bool,
+    status: str,
+    argv: list[str],
+    package: str | None,
+    answers: tuple[VersionAnswer, Hello | None],
 ) -> ModuleVersion:
-    judged, why = verdict(answer.package, answer.version, answer)
+    answer, hello = answers
+    judged, why = verdict(answer.package, answer.version, answer, hello)
+    known = hello is not None and hello.known
     return ModuleVersion(
         module,
         selected,
         status,
         argv,
-        answer.package or package,
-        answer.version,
-        answer.protocol,
+        (hello.package if known and hello else None) or answer.package or package,
+        (hello.version if known and hello else None) or answer.version,
+        (hello.protocol if known and hello else None) or answer.protocol,
         answer.problem or why,
-        answer.library,
+        (hello.library if known and hello else None) or answer.library,
         answer.build,
         answer.library_build,
         judged,
+        None if hello is None else "answered" if hello.known else "silent",
+        sorted(hello.extensions) if known and hello else None,
     )
 
 
 def run_command(*, json: bool) -> int:
-    """Print the table (or JSON); exit 0 unless a selected module is missing, unreadable or too old (6)."""
+    """Print the table (or JSON); exit 0 unless a selected module is missing, unreadable or incompatible (6)."""
     from i_protocol import ProtocolError
     from i_protocol.jsonsafe import dumps_safe
 
@@ -259,5 +318,5 @@ def run_command(*, json: bool) -> int:
         for line in table:
             # Versions and problems are what the workers answered: shown, never obeyed.
             print(for_terminal("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(line[:8])) + "  " + line[8]))
-    broken = [r for r in rows if r.selected and (r.status == "missing" or r.problem or r.verdict == "too old")]
+    broken = [r for r in rows if r.selected and (r.status == "missing" or r.problem or r.verdict == "incompatible")]
     return EXIT_WORKER if broken else 0

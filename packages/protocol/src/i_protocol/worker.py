@@ -84,10 +84,14 @@ class Request:
 class Worker:
     """A worker program: hook handlers per event, tool handlers per tool name, and a serve loop."""
 
-    def __init__(self, module: str, version: str, *, dist_name: str | None = None) -> None:
+    def __init__(
+        self, module: str, version: str, *, dist_name: str | None = None, extensions: Sequence[str] = ()
+    ) -> None:
         self.module = module
         self.version = version
         self.dist_name = dist_name or f"i-{module}"
+        self.extensions = tuple(extensions)
+        """The extension names (``i_protocol.handshake.EXTENSIONS``) this worker declares in ``hello``."""
         self._hooks: dict[str, HookHandler] = {}
         self._tools: dict[str, ToolHandler] = {}
         self._commands: dict[str, Callable[[list[str]], int]] = {}
@@ -198,6 +202,8 @@ class Worker:
         if not isinstance(data, dict):
             raise WorkerError(f"request data must be an object, got {type(data).__name__}")
         frame["data"] = data
+        if event == "hello" and "hello" not in self._hooks:
+            return self.hello()  # protocol-level: answered without a request context
         context = parse_context(frame)
         if event == TOOL_EVENT:
             return self._call_tool(Request(self, frame, context))
@@ -226,6 +232,13 @@ class Worker:
         if not isinstance(result, dict) or not isinstance(result.get("output"), str):
             raise WorkerError(f"tool {name!r} returned no string 'output'")
         return result
+
+    def hello(self) -> dict[str, Any]:
+        """This worker's answer to ``hello`` (SPEC §3.4): package, version, protocol, library, extensions."""
+        from .__about__ import __version__ as library
+        from .handshake import hello_answer
+
+        return hello_answer(self.dist_name, self.version, library, self.extensions)
 
     def handle_line(self, line: bytes) -> bytes:
         """Answer one raw request line with one response frame."""

@@ -22,6 +22,8 @@ from .state_record import record_text, strip_records
 from .textsafe import scrub, scrub_value
 
 worker = Worker("compact", __version__, dist_name="i-worker-compact")
+# Declared in `hello` (SPEC §3.4); set as an attribute so an older i-protocol only ignores it.
+worker.extensions = ("after_compact_commit", "after_compact_rounds", "chunks", "cut_estimates", "previous_attempt")
 
 STATE_SCHEMA = 1
 DESCRIBE_NOTE = (

@@ -50,6 +50,8 @@ class McpWorker(Worker):
 
     def __init__(self) -> None:
         super().__init__("mcp", __version__, dist_name="i-worker-mcp")
+        # Declared in `hello` (SPEC §3.4); an attribute, so an older i-protocol only ignores it.
+        self.extensions = ("tools_list",)
         self._servers: Servers | None = None
         self._catalogs: dict[tuple[str, ...], Catalog] = {}
 

@@ -2,7 +2,9 @@
 
 One line per frame, flushed per frame, ids echoed, frames of exactly ``MAX_FRAME_BYTES`` accepted
 and one byte more refused with an error frame, nothing but frames on stdout, unknown events
-returned unchanged, error frames for bad input, start-up under 2 s.
+returned unchanged, error frames for bad input, start-up under 2 s; and the ``hello`` handshake
+(SPEC §3.4): a worker silent to it passes, one that declares another protocol or names a release
+this core cannot use (docs/compatibility.md) fails, as a session would refuse it.
 """
 
 from __future__ import annotations
@@ -137,6 +139,34 @@ def bad_input(run: Run) -> str:
     return "error frames for non-object data and invalid JSON, then served on"
 
 
+def handshake(run: Run) -> str:
+    """``hello``: what the worker says it is, judged as a session judges it (``i_core.handshake``)."""
+    from i_protocol.handshake import UNKNOWN, hello_request, parse_hello
+
+    from ..__about__ import __version__
+    from ..handshake import CORE_EXTENSIONS, Handshakes, expected_packages, refusal
+
+    sent = hello_request("i-core", __version__, CORE_EXTENSIONS)
+    with run.probe() as probe:
+        try:
+            hello = parse_hello(probe.call("hello", sent), sent)
+        except ErrorFrame:
+            hello = UNKNOWN
+    expected = expected_packages().get(run.module)
+    if not hello.known and expected is not None:
+        hello = Handshakes.from_version_line(run.target.argv, run.target.cwd, expected)
+    problem = refusal(hello, run.module)
+    if problem is not None:
+        raise CheckFailed(problem)
+    if not hello.known:
+        named = f" ({hello.package} {hello.version} by --version)" if hello.version else ""
+        return f"silent: unknown, protocol 1, no extensions{named}"
+    extensions = ", ".join(sorted(hello.extensions)) or "none"
+    return (
+        f"{hello.package} {hello.version}, protocol {hello.protocol}, library {hello.library}; extensions: {extensions}"
+    )
+
+
 def _diff(sent: dict[str, Any], answer: dict[str, Any]) -> str:
     missing = sorted(set(sent) - set(answer))
     extra = sorted(set(answer) - set(sent))
@@ -158,5 +188,6 @@ CHECKS = (
     ("error frames for bad input", bad_input),
     ("48 MiB frame accepted", largest_frame),
     ("48 MiB + 1 byte refused", oversized_frame),
+    ("hello: a protocol and release this core can use", handshake),
 )
 """The framing checks, in the order they are shown."""

@@ -103,8 +103,9 @@ BUILTIN_SCHEMAS: list[dict[str, Any]] = [
     ),
     _schema(
         "recall",
-        "Return the exact original messages that a compaction summary replaced, as the summary cites them: "
-        'by span (message numbers, e.g. "12-40") or by tool call id. Read-only; secrets stay masked.',
+        "Return the exact original messages that a compaction summary replaced. A summary cites them as data "
+        "after 'Archived originals': spans of message numbers ([span 12-40]) with the tool call ids in them. "
+        'Pass one span (a number or range, e.g. "12-40") or one cited tool call id. Read-only; secrets stay masked.',
         {
             "span": {"type": "string", "description": 'A message number or range from the summary, e.g. "12-40".'},
             "tool_call_id": {"type": "string", "description": "A tool call id the summary cites."},
