@@ -52,6 +52,8 @@ class AgentOptions:
     stream: bool | None = None
     out: TextOut = field(default_factory=lambda: sys.stdout)
     progress: Callable[[str], None] = lambda _message: None
+    notice: Callable[[str], None] = lambda _message: None
+    """A line the user must see once (stderr, kept, even with ``--quiet``): a dropped anchor, an image left out."""
     max_steps: int = MAX_AGENT_STEPS
 
 
@@ -106,6 +108,7 @@ class Agent:
         self.options = options
         self.model = ModelClient(config, self.hooks, stream=options.stream)
         self.budget = Budget(self.hooks, config, session.meta)
+        self.budget.warn = options.notice
         self.tool_schemas: list[dict[str, Any]] = [*BUILTIN_SCHEMAS, *runtime.manifest.model_tools()]
         self.checkpoints = Checkpoints(self.hooks, session, runtime.workspace)
         self.stats = RunStats()
@@ -146,6 +149,8 @@ class Agent:
     def start(self) -> None:
         """Load the session (``session_load``) or start it with the system prompt (``system_prompt``)."""
         self.history = self.checkpoints.load()
+        if self.history:
+            self.budget.usable_anchor(self.history, self.tool_schemas)  # a poisoned anchor is repaired at load
 
     def checkpoint(self, history: list[dict[str, Any]] | None = None) -> None:
         """Save a complete state (the current history, or ``history``) through the save hooks."""
@@ -195,7 +200,7 @@ class Agent:
             working, sent = self._ensure_budget(working)
             working, sent, reply = self._request(working, sent)
             self.stats.model_requests += 1
-            self.budget.record_usage(sent, reply.usage)
+            self.budget.record_usage(sent, reply.usage, working, self.tool_schemas)
             message = reply.message
             calls = message.get("tool_calls")
             if not calls:

@@ -511,6 +511,7 @@ def run_console(argv: list[str], redactor: Redactor | None = None) -> int:
             preview=change_preview,
             stream=False if args.no_stream else None,
             progress=screen.progress,
+            notice=lambda line: screen.note(f"i: {line}"),
             out=_AnswerStream(None if args.json else screen),
         )
         agent = Agent(runtime, config, session, options)
