@@ -28,6 +28,8 @@ from .runtime import Runtime
 from .session import Session
 from .snapshot import context_updates
 from .tool_calls import ToolCallCounts, ToolPipeline
+from .unplanned_images import HINT as IMAGE_HINT
+from .unplanned_images import leave_out
 
 MAX_AGENT_STEPS = 200
 
@@ -63,6 +65,9 @@ class RunStats:
 
     turns: int = 0
     model_requests: int = 0
+    images_left_out: int = 0
+    """Images the last request left out because no ``budget.image_tokens`` is set (kept in the session)."""
+    image_hint_given: bool = False
     tools: ToolCallCounts = field(default_factory=ToolCallCounts)
     """The tool calls asked for, run and refused, each in call order."""
     compactions: int = 0
@@ -197,6 +202,7 @@ class Agent:
             working = self._before_turn(working)
             if text is None and step == 0 and not any("_steering" in m for m in working[len(self.history) :]):
                 return ""
+            self._say_images_left_out(working)
             working, sent = self._ensure_budget(working)
             working, sent, reply = self._request(working, sent)
             self.stats.model_requests += 1
@@ -222,6 +228,14 @@ class Agent:
             self.history = working
             ran.extend(call["function"]["name"] for call in calls)
         raise ModelError(f"stopped after {self.options.max_steps} model requests without a final answer")
+
+    def _say_images_left_out(self, working: list[dict[str, Any]]) -> None:
+        """Count the images the next request leaves out (no planned cost); hint the user once."""
+        left = leave_out(working, self.config.budget)[1]
+        self.stats.images_left_out = left
+        if left and not self.stats.image_hint_given:
+            self.stats.image_hint_given = True
+            self.options.notice(IMAGE_HINT.format(count=left))
 
     def _on_text(self, text: str) -> None:
         self.options.out.write(text)

@@ -31,6 +31,7 @@ from .config import ApiConfig
 from .errors import BudgetExhausted
 from .hook_results import BudgetCheck
 from .hooks import HookRunner
+from .unplanned_images import leave_out
 
 MARGIN_TOKENS = 4096
 """Tokens a request may cost beyond its wire bytes: chat templates, role markers, reply priming."""
@@ -95,6 +96,7 @@ class Budget:
             return None
         if compact is None:
             compact = self.hooks.has("compact_plan")
+        history = leave_out(history, self.config.budget)[0]  # what the model would be sent
         data: dict[str, Any] = {
             "model": self.config.model,
             "protocol": self.config.protocol,

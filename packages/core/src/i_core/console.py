@@ -613,6 +613,7 @@ def _print_json_result(
         "compactions": agent.stats.compactions,
         "compact_attempts": agent.stats.compact_attempts,
         "budget": agent.stats.last_budget,
+        "images_left_out": agent.stats.images_left_out,
         "session": str(path) if path.exists() else None,
     }
     last = agent.options.out.last_reply if isinstance(agent.options.out, _AnswerStream) else None
