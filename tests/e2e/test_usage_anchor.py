@@ -59,7 +59,12 @@ def test_a_session_is_not_stuck_after_a_huge_tool_set_is_removed(i, write_config
     plugins("budget")
     never_started = [sys.executable, "-c", "raise SystemExit(1)"]  # only called tools start their worker
     many = [
-        {"name": f"tool_{n}", "description": "looks something up " * 8, "parameters": {"type": "object"}, "exec": never_started}
+        {
+            "name": f"tool_{n}",
+            "description": "looks something up " * 8,
+            "parameters": {"type": "object"},
+            "exec": never_started,
+        }
         for n in range(3_000)
     ]
     _builtin(dirs, many)

@@ -15,6 +15,7 @@ from i_core.tool_calls import tool_message
 from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
+_I = [sys.executable, "-m", "i_core"]
 WORKER = Path(__file__).parent / "workers" / "failing_tool_worker.py"
 LOOKUP = {
     "name": "lookup",
@@ -37,8 +38,7 @@ def _run(dirs, project: Path, tmp_path: Path, protocol: str) -> tuple[ScriptedMo
         config = {"protocol": protocol, "base_url": base, "model": "scripted-1", "stream": False, "timeout": scaled(20)}
         (dirs["config"] / "config.json").write_bytes(orjson.dumps(config))
         done = subprocess.run(
-            [sys.executable, "-m", "i_core", "-C", str(project), "--yolo", "--manifest", str(manifest)]
-            + ["--session-name", "s", "look k1 up"],
+            [*_I, "-C", str(project), "--yolo", "--manifest", str(manifest), "--session-name", "s", "look k1 up"],
             env=dict(os.environ),
             capture_output=True,
             text=True,

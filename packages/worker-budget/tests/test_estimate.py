@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from i_budget import budget_result, comparable_estimate, estimate_budget, history_fingerprint
-from i_budget.estimate import REPLY_OVERHEAD_TOKENS, REQUEST_OVERHEAD_TOKENS
 from i_budget.density import BYTES, Rates
+from i_budget.estimate import REPLY_OVERHEAD_TOKENS, REQUEST_OVERHEAD_TOKENS
 from i_budget.measure import measure_history
 from i_protocol import WorkerError
 

@@ -18,10 +18,9 @@ it. An anchor already on disk is checked the same way at load and before every b
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any, Protocol
-
-import hashlib
 
 import orjson
 
@@ -204,7 +203,9 @@ class Budget:
             problem = self.implausible(anchor, history, tools or [])
             if problem is not None:
                 self.meta.pop("usage_anchor", None)
-                self._say(f"the model server reported {problem}; that count is impossible and is not used for the budget")
+                self._say(
+                    f"the model server reported {problem}; that count is impossible and is not used for the budget"
+                )
                 return
             anchor["tools_digest"] = digest(tools or [])
             anchor["system_digest"] = digest(history[:1])
@@ -238,7 +239,9 @@ class Budget:
             return None
         return anchor
 
-    def implausible(self, usage: dict[str, Any], history: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str | None:
+    def implausible(
+        self, usage: dict[str, Any], history: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> str | None:
         """Why ``usage`` cannot be the count of a request of ``history`` and ``tools`` (None: plausible)."""
         input_tokens, output_tokens = usage.get("input_tokens"), usage.get("output_tokens")
         window = self.config.budget.get("context_window")

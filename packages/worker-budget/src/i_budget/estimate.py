@@ -111,10 +111,7 @@ def _plausible(
         return matched
     images = measure.image_count() - measure.image_count(matched.prefix_messages)
     bound = (
-        measure.prefix_bytes
-        + sum(tools)
-        + images * (image_tokens or UNPLANNED_IMAGE_TOKENS)
-        + PLAUSIBLE_MARGIN_TOKENS
+        measure.prefix_bytes + sum(tools) + images * (image_tokens or UNPLANNED_IMAGE_TOKENS) + PLAUSIBLE_MARGIN_TOKENS
     )
     if matched.input_tokens <= bound:
         return matched
