@@ -22,9 +22,20 @@ def _config(dirs, base_url: str, budget: dict) -> None:
     (dirs["config"] / "config.json").write_bytes(orjson.dumps({**config, "budget": budget}))
 
 
+def _manifest(tmp_path: Path) -> Path:
+    """A budget worker (the test's fake one) on context_budget: images are planned only with a budget."""
+    behaviour = tmp_path / "behaviour.json"
+    behaviour.write_text("{}")
+    budget = [sys.executable, str(Path(__file__).parent / "workers" / "fake_compactor.py"), str(behaviour)]
+    manifest = tmp_path / "manifest.json"
+    manifest.write_bytes(orjson.dumps({"hooks": [{"events": ["context_budget"], "exec": budget}]}))
+    return manifest
+
+
 def _i(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    manifest = _manifest(project.parent)
     return subprocess.run(
-        [sys.executable, "-m", "i_core", "-C", str(project), "--session-name", "s", *args],
+        [sys.executable, "-m", "i_core", "-C", str(project), "--manifest", str(manifest), "--session-name", "s", *args],
         env=dict(os.environ),
         capture_output=True,
         text=True,

@@ -231,7 +231,7 @@ class Agent:
 
     def _say_images_left_out(self, working: list[dict[str, Any]]) -> None:
         """Count the images the next request leaves out (no planned cost); hint the user once."""
-        left = leave_out(working, self.config.budget)[1]
+        left = leave_out(working, self.config.budget)[1] if self.budget.enabled else 0
         self.stats.images_left_out = left
         if left and not self.stats.image_hint_given:
             self.stats.image_hint_given = True

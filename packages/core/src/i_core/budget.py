@@ -229,6 +229,9 @@ class Budget:
         if changed:  # nothing wrong was reported: the anchor covers another request than the next ones
             self.meta.pop("usage_anchor", None)
             return None
+        if "tools_digest" in anchor and "system_digest" in anchor:
+            return anchor  # checked when it was recorded, for these very tools and system message
+        # An anchor an older core stored: checked once against what it covers, then stamped.
         problem: str | None = None
         prefix = anchor.get("prefix_messages")
         if isinstance(prefix, int) and not isinstance(prefix, bool) and 0 < prefix <= len(history):
@@ -237,6 +240,7 @@ class Budget:
             self.meta.pop("usage_anchor", None)
             self._say(f"the session's usage anchor holds {problem}; it was dropped")
             return None
+        anchor.update(tools_digest=digest(tools), system_digest=digest(history[:1]))
         return anchor
 
     def implausible(

@@ -54,11 +54,13 @@ class ModelClient:
     ) -> ModelReply:
         """Send ``history`` (and tool schemas) and return the parsed reply.
 
-        Images with no planned cost are left out (``unplanned_images``): a note takes their place.
+        While a budget runs, images with no planned cost are left out (``unplanned_images``): a note
+        takes their place.
         """
         from .unplanned_images import leave_out
 
-        history = leave_out(history, self.config.budget)[0]
+        if self.hooks.has("context_budget"):  # a budget runs: an image it cannot plan is not sent
+            history = leave_out(history, self.config.budget)[0]
         if self.adapter is None:
             from .providers.worker import provider_body
 

@@ -1,7 +1,8 @@
 """Images with no planned cost are left out of the request, never fatal and never lost.
 
-Seed ``001_…`` §7: an unknown cost is never counted as 0. With no ``budget.image_tokens`` the
-budget cannot plan an image, so the core does not send it: each image part is replaced, in what
+Seed ``001_…`` §7: an unknown cost is never counted as 0. While a budget worker runs and no
+``budget.image_tokens`` is set, the budget cannot plan an image, so the core does not send it (with
+no budget worker nothing is planned at all and images go out as before): each image part is replaced, in what
 goes to the budget and to the model only, by a text note saying it was left out and why. The
 session keeps the image, so it is sent once ``image_tokens`` is set.
 """
