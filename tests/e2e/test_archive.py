@@ -188,4 +188,4 @@ def test_an_unreadable_archive_is_a_tool_error_and_a_failed_compaction_not_a_cra
         turns(i, project, [f"turn {n}: {FILLER}" for n in range(3, 5)])
         result = i("--runtime", "compact", "-C", str(project), "--session-name", "s")
         assert result.returncode == 1 and "compaction failed (archive_failed)" in result.stdout
-        assert "Is a directory" in result.stdout
+        assert "not a regular file (a folder)" in result.stdout

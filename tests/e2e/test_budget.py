@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import orjson
+
 from i_scripted import ScriptedModel, reference_tokens
 
 
@@ -55,16 +57,33 @@ def test_usage_anchor_is_used_on_the_next_request(i, write_config, plugins, proj
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 200
 
 
-def test_an_image_without_a_planned_cost_fails_with_the_budgets_own_reason(i, write_config, plugins, project):
+def test_an_image_without_a_planned_cost_is_left_out_and_sent_once_its_cost_is_set(i, project, dirs):
+    """The config `i --runtime init` writes (no image_tokens), the standard profile: the turn completes,
+    the model reads that the image was left out, and the image goes out once image_tokens is set."""
     (project / "shot.png").write_bytes(PNG)
-    plugins("compact")
-    steps = [{"tool_calls": [{"name": "view_image", "arguments": {"path": "shot.png"}}]}, {"text": "never"}]
+    steps = [
+        {"tool_calls": [{"name": "view_image", "arguments": {"path": "shot.png"}}]},
+        {"text": "it was left out"},
+        {"text": "now I see it"},
+    ]
     with ScriptedModel(steps, context_window=32_000) as model:
-        write_config(model.base_url, budget={"context_window": 32_000})
-        result = i("-C", str(project), "look at shot.png")
-    assert result.returncode == 5, result.stderr
-    assert "set budget.image_tokens" in result.stderr  # the budget's reason, not only "not_recommended"
-    assert len(model.requests) == 1  # the image never went out unplanned
+        init = i("--runtime", "init", "--base-url", model.base_url, "--model", "scripted-1")
+        assert init.returncode == 0, init.stderr
+        config = orjson.loads((dirs["config"] / "config.json").read_bytes())
+        assert "image_tokens" not in config["budget"]
+        config["budget"].setdefault("context_window", 32_000)  # what init asks the user to set
+        config["stream"] = False
+        (dirs["config"] / "config.json").write_bytes(orjson.dumps(config))
+        result = i("-C", str(project), "--session-name", "s", "--json", "look at shot.png")
+        assert result.returncode == 0, result.stderr
+        assert orjson.loads(result.stdout)["images_left_out"] == 1
+        assert result.stderr.count("Set budget.image_tokens") == 1
+        assert b"data:image/png" not in orjson.dumps(model.requests[1].body)
+        config["budget"]["image_tokens"] = 1600
+        (dirs["config"] / "config.json").write_bytes(orjson.dumps(config))
+        again = i("-C", str(project), "--session-name", "s", "and now?")
+    assert again.returncode == 0, again.stderr
+    assert b"data:image/png" in orjson.dumps(model.requests[2].body)
 
 
 def test_a_missing_context_window_is_the_budget_workers_error(i, write_config, plugins, project):

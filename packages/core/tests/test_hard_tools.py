@@ -48,7 +48,7 @@ def env(dirs):
     return value
 
 
-def write_config(dirs, base_url: str) -> None:
+def write_config(dirs, base_url: str, **budget) -> None:
     config = {
         "protocol": "openai",
         "base_url": base_url,
@@ -58,7 +58,7 @@ def write_config(dirs, base_url: str) -> None:
         "retries": 0,
         "timeout": 60,
         "stream": False,
-        "budget": {"context_window": 100000},
+        "budget": {"context_window": 100000, **budget},
     }
     (dirs["config"] / "config.json").write_bytes(orjson.dumps(config))
 
@@ -315,7 +315,7 @@ def test_external_tool_images_with_text_or_bogus_entries_become_tool_errors(
         call("read", {"path": "README.md"}, "c_read"),
     ]
     with ScriptedModel([{"tool_calls": batch}, {"text": "pictures seen"}]) as model:
-        write_config(dirs, model.base_url)
+        write_config(dirs, model.base_url, image_tokens=1000)  # planned: the images are sent
         result = i(env, "-C", str(project), "--yolo", "--manifest", str(manifest), "--session-name", "s", "draw")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "pictures seen"

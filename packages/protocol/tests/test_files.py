@@ -434,3 +434,44 @@ def test_a_stamp_changes_with_the_file_and_says_when_it_is_absent(
     assert file_stamp(path) != first
     monkeypatch.chdir(tmp_path)
     assert file_stamp("mcp.json")["path"] == str(path)  # always absolute
+
+
+# -- only regular files are read -------------------------------------------------------------------
+
+_READ_FIFO = """
+import sys
+from i_protocol.files import read_bytes, read_json, read_text
+reader = {"bytes": read_bytes, "text": read_text, "json": read_json}[sys.argv[2]]
+try:
+    reader(sys.argv[1], 1000)
+except OSError as exc:
+    print(f"refused: {exc.filename}: {exc.strerror}")
+else:
+    print("read")
+"""
+
+
+@pytest.mark.parametrize("reader", ["bytes", "text", "json"])
+def test_a_fifo_with_no_writer_is_refused_at_once_not_waited_on(tmp_path: Path, reader: str) -> None:
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    # In a child with a guard: a regression hangs the child, and the guard turns that into a failure.
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_FIFO, str(fifo), reader],
+        capture_output=True,
+        text=True,
+        timeout=scaled(20),
+    )
+    assert done.stdout.strip() == f"refused: {fifo}: not a regular file (a FIFO)", done.stderr
+
+
+def test_a_device_or_a_folder_is_refused_and_a_regular_file_reads_as_before(tmp_path: Path) -> None:
+    with pytest.raises(OSError, match="not a regular file \\(a character device\\)"):
+        read_bytes("/dev/zero", 10)
+    with pytest.raises(OSError, match="not a regular file \\(a folder\\)"):
+        read_text(tmp_path, 10)
+    path = tmp_path / "plain.txt"
+    path.write_bytes(b"a\r\nb")
+    assert read_text(path, 10) == "a\nb"
+    with files.open_regular(path) as handle:
+        assert handle.read() == b"a\r\nb"

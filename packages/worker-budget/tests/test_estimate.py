@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from i_budget import budget_result, comparable_estimate, estimate_budget, history_fingerprint
+from i_budget.density import BYTES, Rates
 from i_budget.estimate import REPLY_OVERHEAD_TOKENS, REQUEST_OVERHEAD_TOKENS
 from i_budget.measure import measure_history
 from i_protocol import WorkerError
@@ -439,3 +440,39 @@ def test_split_measure_matches_whole_measure(body, cut):
     )
     assert split.prefix_fingerprint == history_fingerprint(history, cut)
     assert split.prefix_bytes == wire_bytes([{k: v for k, v in m.items() if k != "_meta"} for m in history[:cut]])
+
+
+# -- implausible usage ------------------------------------------------------------------------
+
+
+def test_an_impossible_input_count_is_neither_used_nor_learned(build, history_of):
+    """prompt_tokens 2,000,000 for a few hundred bytes: one bad reply must not brick the session."""
+    history = history_of()
+    first = budget_result(build(history=history))
+    poisoned = anchor_for(first, 2_000_000, 20)
+    second = budget_result(build(history=history, usage=poisoned))
+    assert second["fallback_reason"] == "usage_implausible"
+    assert "2000000 input tokens" in second["fallback_detail"]
+    assert second["estimate"] == first["estimate"]
+    assert second["fits"] is True
+    learned: list = []
+
+    def learn(seen: list) -> Rates:
+        learned.extend(seen)
+        return BYTES
+
+    estimate_budget(build(history=history, usage=poisoned), learn=learn)
+    assert learned == []
+
+
+def test_an_anchor_of_many_more_tools_than_are_offered_now_is_dropped(build, history_of):
+    """A server offering 20,000 tools made a huge anchor; once it is gone the anchor cannot stay."""
+    history = history_of()
+    many = [{"name": f"t{n}", "description": "d" * 200, "parameters": {"type": "object"}} for n in range(2_000)]
+    first = budget_result(build(history=history, tools=many))
+    huge = anchor_for(first, first["estimate"] // 3, 20)  # a real density over the 2,000 schemas
+    with_them = budget_result(build(history=history, tools=many, usage=huge))
+    assert with_them["estimate_method"] == "usage_anchor"
+    without = budget_result(build(history=history, tools=[], usage=huge))
+    assert without["fallback_reason"] == "usage_implausible"
+    assert without["estimate"] < 10_000

@@ -28,6 +28,8 @@ from .runtime import Runtime
 from .session import Session
 from .snapshot import context_updates
 from .tool_calls import ToolCallCounts, ToolPipeline
+from .unplanned_images import HINT as IMAGE_HINT
+from .unplanned_images import leave_out
 
 MAX_AGENT_STEPS = 200
 
@@ -52,6 +54,8 @@ class AgentOptions:
     stream: bool | None = None
     out: TextOut = field(default_factory=lambda: sys.stdout)
     progress: Callable[[str], None] = lambda _message: None
+    notice: Callable[[str], None] = lambda _message: None
+    """A line the user must see once (stderr, kept, even with ``--quiet``): a dropped anchor, an image left out."""
     max_steps: int = MAX_AGENT_STEPS
 
 
@@ -61,6 +65,9 @@ class RunStats:
 
     turns: int = 0
     model_requests: int = 0
+    images_left_out: int = 0
+    """Images the last request left out because no ``budget.image_tokens`` is set (kept in the session)."""
+    image_hint_given: bool = False
     tools: ToolCallCounts = field(default_factory=ToolCallCounts)
     """The tool calls asked for, run and refused, each in call order."""
     compactions: int = 0
@@ -106,6 +113,7 @@ class Agent:
         self.options = options
         self.model = ModelClient(config, self.hooks, stream=options.stream)
         self.budget = Budget(self.hooks, config, session.meta)
+        self.budget.warn = options.notice
         self.tool_schemas: list[dict[str, Any]] = [*BUILTIN_SCHEMAS, *runtime.manifest.model_tools()]
         self.checkpoints = Checkpoints(self.hooks, session, runtime.workspace)
         self.stats = RunStats()
@@ -146,6 +154,8 @@ class Agent:
     def start(self) -> None:
         """Load the session (``session_load``) or start it with the system prompt (``system_prompt``)."""
         self.history = self.checkpoints.load()
+        if self.history:
+            self.budget.usable_anchor(self.history, self.tool_schemas)  # a poisoned anchor is repaired at load
 
     def checkpoint(self, history: list[dict[str, Any]] | None = None) -> None:
         """Save a complete state (the current history, or ``history``) through the save hooks."""
@@ -192,10 +202,11 @@ class Agent:
             working = self._before_turn(working)
             if text is None and step == 0 and not any("_steering" in m for m in working[len(self.history) :]):
                 return ""
+            self._say_images_left_out(working)
             working, sent = self._ensure_budget(working)
             working, sent, reply = self._request(working, sent)
             self.stats.model_requests += 1
-            self.budget.record_usage(sent, reply.usage)
+            self.budget.record_usage(sent, reply.usage, working, self.tool_schemas)
             message = reply.message
             calls = message.get("tool_calls")
             if not calls:
@@ -217,6 +228,14 @@ class Agent:
             self.history = working
             ran.extend(call["function"]["name"] for call in calls)
         raise ModelError(f"stopped after {self.options.max_steps} model requests without a final answer")
+
+    def _say_images_left_out(self, working: list[dict[str, Any]]) -> None:
+        """Count the images the next request leaves out (no planned cost); hint the user once."""
+        left = leave_out(working, self.config.budget)[1] if self.budget.enabled else 0
+        self.stats.images_left_out = left
+        if left and not self.stats.image_hint_given:
+            self.stats.image_hint_given = True
+            self.options.notice(IMAGE_HINT.format(count=left))
 
     def _on_text(self, text: str) -> None:
         self.options.out.write(text)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from i_protocol import atomic_write_bytes
-from i_protocol.files import set_aside
+from i_protocol.files import open_regular, set_aside
 from i_protocol.history import is_summary
 from i_protocol.jsonsafe import dumps_safe, loads_safe
 
@@ -200,7 +200,7 @@ class Archive:
         if limit <= 0:
             return []
         try:
-            with open(self.path, "rb") as handle:
+            with open_regular(self.path) as handle:  # a FIFO in its place must not hang the run
                 data = handle.read(limit)
         except FileNotFoundError:
             return []

@@ -3,10 +3,22 @@
 The core has no capacity table and no estimator of its own: with no budget worker installed
 there is no budget check (the model's own limit applies). The usage anchor — the last valid
 usage, the model and the history prefix it covered — is kept in the session metadata.
+
+A reported count is checked before it is stored, so every budget worker sees only plausible
+anchors (``implausible``): a request's input cannot cost more tokens than its wire bytes (history
+and tool schemas: a token covers at least one byte) plus its planned image tokens plus
+``MARGIN_TOKENS`` (template tokens the bytes do not show), nor more than ``WINDOW_FACTOR`` times
+the context window; an answer's output cannot exceed ``WINDOW_FACTOR`` times the larger of the
+context window and ``max_tokens``. The anchor also records digests of the tool schemas and the
+system message it covered (``tools_digest``, ``system_digest``) and is dropped when either
+changes: a server that offered 20,000 tools made a legitimately huge anchor that must not outlive
+it. An anchor already on disk is checked the same way at load and before every budget check
+(``usable_anchor``), so a session poisoned before this check answers its next turn.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -18,6 +30,12 @@ from .config import ApiConfig
 from .errors import BudgetExhausted
 from .hook_results import BudgetCheck
 from .hooks import HookRunner
+from .unplanned_images import leave_out
+
+MARGIN_TOKENS = 4096
+"""Tokens a request may cost beyond its wire bytes: chat templates, role markers, reply priming."""
+WINDOW_FACTOR = 4
+"""No server counts more than a few context windows for one request or answer."""
 
 
 class CompactResult(Protocol):
@@ -48,6 +66,9 @@ class Budget:
         self.meta = meta  # the session's metadata: the anchor lives there so it survives restarts
         scheme, netloc = config.origin
         self.origin = f"{scheme}://{netloc}"
+        self.warn: Callable[[str], None] = lambda _message: None
+        """Where a dropped anchor is said (stderr through the console), once per process."""
+        self._warned = False
 
     @property
     def enabled(self) -> bool:
@@ -74,6 +95,7 @@ class Budget:
             return None
         if compact is None:
             compact = self.hooks.has("compact_plan")
+        history = leave_out(history, self.config.budget)[0]  # what the model would be sent
         data: dict[str, Any] = {
             "model": self.config.model,
             "protocol": self.config.protocol,
@@ -84,7 +106,7 @@ class Budget:
             "tools": tools,
             "pending_tool_calls": pending_tool_calls,
             "compact": compact,
-            "usage": self.meta.get("usage_anchor"),
+            "usage": self.usable_anchor(history, tools),
             "cut": None,
         }
         if force:
@@ -150,11 +172,18 @@ class Budget:
             )
         raise BudgetExhausted(f"{what}, and compaction did not help: {outcome.reason}. {hint}")
 
-    def record_usage(self, sent: BudgetCheck | None, usage: dict[str, Any] | None) -> None:
+    def record_usage(
+        self,
+        sent: BudgetCheck | None,
+        usage: dict[str, Any] | None,
+        history: list[dict[str, Any]] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> None:
         """Anchor the next estimate on this response's usage, with the template of the request sent.
 
-        ``sent`` is the budget answer of the request actually sent; without it, or without
-        valid usage, the old anchor is dropped so nothing stale is trusted.
+        ``sent`` is the budget answer of the request actually sent (``history`` with ``tools``);
+        without it, or without valid and plausible usage, the old anchor is dropped so nothing
+        stale or impossible is trusted.
         """
         template = sent.verdict.raw.get("anchor") if sent is not None else None
         valid = usage and all(
@@ -165,11 +194,103 @@ class Budget:
             self.meta.pop("usage_anchor", None)
             return
         assert usage is not None
-        self.meta["usage_anchor"] = {
+        anchor = {
             **template,
             "input_tokens": usage["input_tokens"],
             "output_tokens": usage["output_tokens"],
         }
+        if history is not None:
+            problem = self.implausible(anchor, history, tools or [])
+            if problem is not None:
+                self.meta.pop("usage_anchor", None)
+                self._say(
+                    f"the model server reported {problem}; that count is impossible and is not used for the budget"
+                )
+                return
+            anchor["tools_digest"] = digest(tools or [])
+            anchor["system_digest"] = digest(history[:1])
+        self.meta["usage_anchor"] = anchor
+
+    def usable_anchor(self, history: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The stored anchor when it still holds for ``history`` and ``tools``; else it is dropped.
+
+        Dropped when the tool schemas or the system message changed since it was recorded, or when
+        its counts are impossible for the prefix it covers (an anchor poisoned before the check).
+        """
+        anchor = self.meta.get("usage_anchor")
+        if anchor is None:
+            return None
+        if not isinstance(anchor, dict):
+            self.meta.pop("usage_anchor", None)
+            return None
+        changed = ("tools_digest" in anchor and anchor["tools_digest"] != digest(tools)) or (
+            "system_digest" in anchor and anchor["system_digest"] != digest(history[:1])
+        )
+        if changed:  # nothing wrong was reported: the anchor covers another request than the next ones
+            self.meta.pop("usage_anchor", None)
+            return None
+        if "tools_digest" in anchor and "system_digest" in anchor:
+            return anchor  # checked when it was recorded, for these very tools and system message
+        # An anchor an older core stored: checked once against what it covers, then stamped.
+        problem: str | None = None
+        prefix = anchor.get("prefix_messages")
+        if isinstance(prefix, int) and not isinstance(prefix, bool) and 0 < prefix <= len(history):
+            problem = self.implausible(anchor, history[:prefix], tools)
+        if problem is not None:
+            self.meta.pop("usage_anchor", None)
+            self._say(f"the session's usage anchor holds {problem}; it was dropped")
+            return None
+        anchor.update(tools_digest=digest(tools), system_digest=digest(history[:1]))
+        return anchor
+
+    def implausible(
+        self, usage: dict[str, Any], history: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> str | None:
+        """Why ``usage`` cannot be the count of a request of ``history`` and ``tools`` (None: plausible)."""
+        input_tokens, output_tokens = usage.get("input_tokens"), usage.get("output_tokens")
+        window = self.config.budget.get("context_window")
+        window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+        if isinstance(input_tokens, int):
+            request_bytes = sum(wire_size(message) for message in history) + wire_size(tools)
+            bound = request_bytes + planned_image_tokens(history, self.config.budget) + MARGIN_TOKENS
+            if input_tokens > bound:
+                return f"{input_tokens} input tokens for a request of {request_bytes} bytes (at most {bound})"
+            if window is not None and input_tokens > WINDOW_FACTOR * window:
+                return f"{input_tokens} input tokens, over {WINDOW_FACTOR} x the context window {window}"
+        if isinstance(output_tokens, int):
+            limits = [value for value in (window, self.config.max_tokens) if isinstance(value, int) and value > 0]
+            if limits and output_tokens > WINDOW_FACTOR * max(limits):
+                return f"{output_tokens} output tokens, over {WINDOW_FACTOR} x {max(limits)}"
+        return None
+
+    def _say(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            self.warn(message)
+
+
+def digest(value: Any) -> str:
+    """A short digest of JSON-shaped ``value`` (tool schemas, the system message)."""
+    try:
+        raw = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        raw = repr(value).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(raw).hexdigest()[:32]
+
+
+def planned_image_tokens(history: list[dict[str, Any]], budget: dict[str, Any]) -> int:
+    """``budget.image_tokens`` for each image part in ``history`` (0 when no cost is planned)."""
+    cost = budget.get("image_tokens")
+    if not isinstance(cost, int) or isinstance(cost, bool) or cost <= 0:
+        return 0
+    count = sum(
+        1
+        for message in history
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if isinstance(part, dict) and part.get("type") == "image_url"
+    )
+    return count * cost
 
 
 def oversize_hint(working: list[dict[str, Any]], capacity: int | None, where: str) -> str:
@@ -194,7 +315,7 @@ def oversize_hint(working: list[dict[str, Any]], capacity: int | None, where: st
     )
 
 
-def wire_size(message: dict[str, Any]) -> int:
+def wire_size(message: Any) -> int:
     """Wire bytes of one message (a lone surrogate, kept losslessly in sessions, is measured too)."""
     try:
         return len(orjson.dumps(message))

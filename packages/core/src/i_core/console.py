@@ -511,6 +511,7 @@ def run_console(argv: list[str], redactor: Redactor | None = None) -> int:
             preview=change_preview,
             stream=False if args.no_stream else None,
             progress=screen.progress,
+            notice=lambda line: screen.note(f"i: {line}"),
             out=_AnswerStream(None if args.json else screen),
         )
         agent = Agent(runtime, config, session, options)
@@ -612,6 +613,7 @@ def _print_json_result(
         "compactions": agent.stats.compactions,
         "compact_attempts": agent.stats.compact_attempts,
         "budget": agent.stats.last_budget,
+        "images_left_out": agent.stats.images_left_out,
         "session": str(path) if path.exists() else None,
     }
     last = agent.options.out.last_reply if isinstance(agent.options.out, _AnswerStream) else None

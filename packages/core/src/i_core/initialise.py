@@ -19,8 +19,11 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from i_protocol.errors import FileError
+from i_protocol.files import read_json
+
 from .errors import ConfigError, os_problem
-from .jsonfile import remove_stale_temporaries
+from .jsonfile import MAX_CONFIG_BYTES, remove_stale_temporaries
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -141,8 +144,8 @@ def _not_applied(path: Path, asked: dict[str, str]) -> list[str]:
     if not asked:
         return []
     try:
-        current = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        current = read_json(path, MAX_CONFIG_BYTES, what="config")
+    except (OSError, FileError):
         current = None
     if not isinstance(current, dict):
         current = {}

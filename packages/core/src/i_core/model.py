@@ -52,7 +52,15 @@ class ModelClient:
         on_text: Callable[[str], None] | None = None,
         max_tokens: int | None = None,
     ) -> ModelReply:
-        """Send ``history`` (and tool schemas) and return the parsed reply."""
+        """Send ``history`` (and tool schemas) and return the parsed reply.
+
+        While a budget runs, images with no planned cost are left out (``unplanned_images``): a note
+        takes their place.
+        """
+        from .unplanned_images import leave_out
+
+        if self.hooks.has("context_budget"):  # a budget runs: an image it cannot plan is not sent
+            history = leave_out(history, self.config.budget)[0]
         if self.adapter is None:
             from .providers.worker import provider_body
 

@@ -102,7 +102,7 @@ class ToolPipeline:
                 output += (
                     f"\n\nerror: tool {call['function']['name']} returned {problem}; its text output is kept above"
                 )
-            results.append({"role": "tool", "tool_call_id": call["id"], "content": output})
+            results.append(tool_message(call["id"], output, result.is_error or problem is not None))
             if parts:
                 images.append({"type": "text", "text": f"Images returned by tool call {call['id']}:"})
                 images.extend(parts)
@@ -158,5 +158,20 @@ class ToolPipeline:
         return CallResult(changed.output, changed.images, result.is_error)
 
 
+ERROR_MARKER = "error: "
+"""How a failed call's text starts on every wire (Anthropic also gets ``tool_result.is_error``)."""
+
+
+def tool_message(call_id: str, output: str, is_error: bool) -> dict[str, Any]:
+    """The history's tool message; a failed call is marked ``_is_error: true`` and its text has a line
+    starting with ``error: `` (the marker of built-in errors; added in front when none has it), so
+    wires without an error flag carry the failure too."""
+    if not is_error:
+        return {"role": "tool", "tool_call_id": call_id, "content": output}
+    if not any(line.startswith(ERROR_MARKER) for line in output.splitlines()):
+        output = ERROR_MARKER + output
+    return {"role": "tool", "tool_call_id": call_id, "content": output, "_is_error": True}
+
+
 def _error(text: str) -> CallResult:
-    return CallResult(f"error: {text}", is_error=True)
+    return CallResult(f"{ERROR_MARKER}{text}", is_error=True)

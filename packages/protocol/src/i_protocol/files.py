@@ -5,7 +5,10 @@ copies, so a file is read, locked and replaced the same way everywhere.
 
 - **Bounded reads** (``read_bytes``, ``read_text``, ``read_json``): at most ``limit`` bytes (or
   characters) are read, one more to see that a file is over; an over-limit file is a
-  ``FileTooLarge``, never a file read in part. ``FileNotFoundError`` and other ``OSError`` pass
+  ``FileTooLarge``, never a file read in part. Every read opens the file non-blocking
+  (``open_regular``) and refuses anything but a regular file with an ``OSError`` ("not a regular
+  file (a FIFO)"): a FIFO, a device or a socket put where a configuration, session or store file
+  belongs would otherwise hang the reader or feed it without end. ``FileNotFoundError`` and other ``OSError`` pass
   through unchanged, because what a missing file means (none yet, or an error) is the caller's
   to say. Invalid UTF-8 or JSON is a ``FileDecodeError`` naming the file and the position.
 - **Locked updates** (``locked_update``): ``<path>.lock`` is held (``flock`` on it; see ``acquire_lock``)
@@ -38,9 +41,11 @@ Where ``fcntl`` is missing (Windows), or a file system refuses ``flock`` (``ENOS
 from __future__ import annotations
 
 import errno
+import io
 import os
+import stat
 import time
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 import orjson
 
@@ -56,6 +61,7 @@ __all__ = [
     "acquire_lock",
     "file_stamp",
     "locked_update",
+    "open_regular",
     "parse_json",
     "read_bytes",
     "read_json",
@@ -71,9 +77,42 @@ _BUSY = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES})  # some file 
 _NO_FLOCK = frozenset({errno.ENOSYS, errno.EOPNOTSUPP})
 
 
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def open_regular(path: StrPath) -> BinaryIO:
+    """``path`` opened for reading in binary, refused unless it is a regular file.
+
+    The open is non-blocking (``O_NONBLOCK``), so a FIFO with no writer cannot hang it, then
+    ``fstat`` decides: anything but a regular file is an ``OSError`` (``errno.EINVAL``, the path as
+    its filename, "not a regular file (a FIFO)" as its strerror). A regular file ignores
+    ``O_NONBLOCK``, so the handle reads as one opened with ``open(path, "rb")``.
+    """
+    target = os.fspath(path)
+    fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+            raise OSError(errno.EINVAL, f"not a regular file ({kind})", target)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_bytes(path: StrPath, limit: int, *, what: str = "file") -> bytes:
-    """The bytes of ``path``, at most ``limit``; ``FileTooLarge`` (naming ``what``) when it holds more."""
-    with open(path, "rb") as handle:
+    """The bytes of ``path``, at most ``limit``; ``FileTooLarge`` (naming ``what``) when it holds more.
+
+    Only a regular file is read (``open_regular``): a FIFO or a device is an ``OSError``.
+    """
+    with open_regular(path) as handle:
         raw = handle.read(limit + 1)
     if len(raw) > limit:
         raise FileTooLarge(os.fspath(path), f"{what} is larger than {limit} bytes")
@@ -83,7 +122,7 @@ def read_bytes(path: StrPath, limit: int, *, what: str = "file") -> bytes:
 def read_text(path: StrPath, limit: int, *, what: str = "file") -> str:
     """The UTF-8 text of ``path``, at most ``limit`` characters, newlines read as ``open()`` reads them."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with io.TextIOWrapper(open_regular(path), encoding="utf-8") as handle:
             text = handle.read(limit + 1)
     except UnicodeDecodeError as exc:
         raise FileDecodeError(os.fspath(path), f"{what} is not valid UTF-8 ({exc.reason})", exc.reason) from None

@@ -27,6 +27,10 @@ BYTES_PER_CHAR_WORST = 4
 """A UTF-8 character takes at most 4 bytes: ``chars = bytes // 4`` holds for any text."""
 SUMMARY_WRAPPER_CLASSES: Classes = (190, 0, 40, 0)
 """The core's untrusted-summary wrapper around a compaction summary (about 230 bytes of prose)."""
+PLAUSIBLE_MARGIN_TOKENS = 4096
+"""An anchored request may cost this many tokens beyond its bytes (templates, role markers)."""
+UNPLANNED_IMAGE_TOKENS = 10_000
+"""What an anchored image may have cost when no ``image_tokens`` is planned (for plausibility only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,30 @@ def _match(anchor: Anchor | Fallback, model: str, measure: HistoryMeasure, count
     if measure.prefix_fingerprint != anchor.prefix_fingerprint:
         return Fallback("prefix_changed", f"the first {anchor.prefix_messages} messages changed since the usage")
     return anchor
+
+
+def _plausible(
+    matched: Anchor | Fallback, measure: HistoryMeasure, tools: Classes, image_tokens: int | None
+) -> Anchor | Fallback:
+    """The matched anchor, unless its input count is impossible for the prefix it covered.
+
+    A token covers at least one byte: more input tokens than the prefix's bytes, its tool schemas,
+    its images and a margin is a corrupt count (one bad reply would otherwise brick the session),
+    so it is neither used nor learned from.
+    """
+    if not isinstance(matched, Anchor):
+        return matched
+    images = measure.image_count() - measure.image_count(matched.prefix_messages)
+    bound = (
+        measure.prefix_bytes + sum(tools) + images * (image_tokens or UNPLANNED_IMAGE_TOKENS) + PLAUSIBLE_MARGIN_TOKENS
+    )
+    if matched.input_tokens <= bound:
+        return matched
+    return Fallback(
+        "usage_implausible",
+        f"usage reports {matched.input_tokens} input tokens for {measure.prefix_bytes} bytes of messages and "
+        f"{sum(tools)} bytes of tool schemas (at most {bound} is possible); it is not used nor learned from",
+    )
 
 
 def _cost(rates: Rates, size: int, classes: Classes) -> int:
@@ -284,7 +312,7 @@ def estimate_budget(
     count_classes = learn is not None or rates.learned
     measure = measure_history(history, prefix, count_classes=count_classes)
     tools_classes, tools_fp = measure_tools(data.get("tools"))
-    matched = _match(anchor, model, measure, len(history))
+    matched = _plausible(_match(anchor, model, measure, len(history)), measure, tools_classes, policy.image_tokens)
     uncovered = _uncovered(history, measure, matched, tools_classes, tools_fp, learn is not None, count_classes)
     observations: list[Observation] = []
     if learn is not None:

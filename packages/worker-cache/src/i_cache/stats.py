@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from i_protocol.errors import FileTooLarge, LockTimeout
-from i_protocol.files import locked_update, read_bytes, set_aside
+from i_protocol.files import locked_update, open_regular, read_bytes, set_aside
 
 from .errors import CacheError, CorruptStats
 
@@ -204,7 +204,7 @@ def _identity(path: Path) -> tuple[tuple[str, int], tuple[int, int, int]] | None
     if signature is None:
         return None
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             head = handle.read(_HEADER_BYTES)
     except OSError:
         return None
