@@ -432,9 +432,12 @@ def refused_row(core: Build, workers: dict[str, Build], expect: str) -> Callable
     return run
 
 
-def stop_row(make_env: Callable[[], Path], expect: str) -> Callable[[], str]:
+def stop_row(make_env: Callable[[], Path], expect: str, installed: str | None = None) -> Callable[[], str]:
     """Every console script in the environment ends with one line naming its package and the
-    i-protocol it needs (exit 7), and no request reaches the model."""
+    i-protocol it needs (exit 7), and no request reaches the model. With ``installed`` (the
+    i-protocol version the environment ends up with), a package whose own requirement accepts that
+    version must work instead (packages need different i-protocol releases)."""
+    folders = {script: folder for folder, script in SCRIPTS.items()}
 
     def run() -> str:
         from i_scripted import ScriptedModel
@@ -445,7 +448,8 @@ def stop_row(make_env: Callable[[], Path], expect: str) -> Callable[[], str]:
         env.update({f"I_{k.upper()}_DIR": str(tmp / k) for k in ("config", "data", "cache", "runtime")})
         env["PATH"] = os.pathsep.join([str(env_path / "bin"), "/usr/bin", "/bin"])
         (tmp / "config").mkdir()
-        seen = []
+        seen: list[str] = []
+        works: list[str] = []
         with ScriptedModel([{"text": "should not be asked"}] * 4) as model:
             (tmp / "config" / "config.json").write_text(
                 json.dumps({"protocol": "openai", "base_url": model.base_url, "model": "m", "stream": False})
@@ -462,6 +466,12 @@ def stop_row(make_env: Callable[[], Path], expect: str) -> Callable[[], str]:
                     timeout=60,
                 )
                 lines = done.stderr.strip().splitlines()
+                folder = folders[argv[0]]
+                if installed is not None and _fits(installed, _needs_at(head_build(folder))):
+                    if done.returncode != 0 or "needs i-protocol" in done.stderr:
+                        raise Failed(f"{' '.join(argv)} accepts i-protocol {installed} but exit {done.returncode}")
+                    works.append(argv[0])
+                    continue
                 if done.returncode != 7 or len(lines) != 1 or "needs i-protocol>=" not in lines[0]:
                     raise Failed(f"{' '.join(argv)}: exit {done.returncode}, stderr {done.stderr.strip()[:300]!r}")
                 if expect not in lines[0]:
@@ -471,7 +481,8 @@ def stop_row(make_env: Callable[[], Path], expect: str) -> Callable[[], str]:
                 raise Failed(f"{len(model.requests)} request(s) reached the model")
         shutil.rmtree(tmp, ignore_errors=True)
         example = seen[0].split("; fix:")[0]
-        return f"{len(seen)} commands: one line each, exit 7, no request; {example}"
+        accepted = f"; {len(works)} accept it and work ({', '.join(dict.fromkeys(works))})" if works else ""
+        return f"{len(seen)} commands: one line each, exit 7, no request{accepted}; {example}"
 
     return run
 
@@ -603,7 +614,11 @@ def rows(pins: list[str]) -> list[Row]:
         found.append(
             Row(
                 f"one venv, two pip calls: today's packages, then i-protocol {older_protocol.version}",
-                stop_row(mixed_pip_env(older_protocol), f"but i-protocol {older_protocol.version} is installed"),
+                stop_row(
+                    mixed_pip_env(older_protocol),
+                    f"but i-protocol {older_protocol.version} is installed",
+                    installed=older_protocol.version,
+                ),
             )
         )
     other = other_build_of_fitting_protocol(needs)
