@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_plan import histories
 
+from i_compact.allowance import CANONICAL_BYTES, SQUEEZE_SHARE, bounds_for_prefix
 from i_compact.fit import CutEstimates, FitBudget, fit_cut, newest_real_user
 from i_compact.history import approx_size, boundaries
 from i_compact.plan import choose_cut, is_valid_cut
-from i_compact.worker import CANONICAL_BYTES, SQUEEZE_SHARE, bounds_for_prefix, worker
+from i_compact.worker import worker
 
 RATE = 0.25
 FIXED = 100

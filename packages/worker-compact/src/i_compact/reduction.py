@@ -22,7 +22,7 @@ line-aligned head and tail with the omitted line and character counts.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -235,6 +235,12 @@ class Approval:
     """Raw JSON text of the resume call exactly as the producer wrote it, or None."""
     resume_dropped: str | None = None
     """Recovery marker when the resume call was dropped for its size."""
+    path: list[str | int] = field(default_factory=list, repr=False, compare=False)
+    """Where the approval sits in the tool result's JSON (to find its raw resume call)."""
+    has_resume: bool = field(default=False, repr=False, compare=False)
+    """The approval object has a ``resume`` key (even a null one)."""
+    parsed_resume: Any = field(default=None, repr=False, compare=False)
+    """The ``resume`` value as parsed, matched against the raw text for its span."""
 
     def line(self) -> str:
         """One self-contained line: the approval and the exact call to re-issue."""
@@ -497,10 +503,10 @@ def _approval_from(value: dict[str, Any], path: list[str | int], parent: dict[st
         status=text("status") or text("status", parent),
         mode=text("mode") or text("mode", parent),
         destructive=value.get("destructive") if isinstance(value.get("destructive"), bool) else None,
+        path=path,
+        has_resume="resume" in value,
+        parsed_resume=value.get("resume"),
     )
-    approval._path = path  # type: ignore[attr-defined]
-    approval._has_resume = "resume" in value  # type: ignore[attr-defined]
-    approval._resume = value.get("resume")  # type: ignore[attr-defined]
     return approval
 
 
@@ -508,10 +514,10 @@ def _attach_resumes(raw: str, result: Reduction) -> dict[tuple[str | int, ...], 
     """Raw resume text per approval path; oversized resumes become recovery markers."""
     raw_by_path: dict[tuple[str | int, ...], str] = {}
     for approval in result.approvals:
-        path = list(approval._path)  # type: ignore[attr-defined]
-        if not approval._has_resume:  # type: ignore[attr-defined]
+        path = list(approval.path)
+        if not approval.has_resume:
             continue
-        span = keyed_value_span(raw, "resume", approval._resume, path)  # type: ignore[attr-defined]
+        span = keyed_value_span(raw, "resume", approval.parsed_resume, path)
         if span is None:
             if result.omitted_by_producer:
                 # The raw call differs from the stripped one: the producer declared part of it

@@ -1,0 +1,206 @@
+"""How much room a summary gets: the fit check's budget, the local bounds, the model reply's cap
+and the state record's room beside a model summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from i_protocol.history import is_summary, text_of
+
+from .config import CompactConfig
+from .failure import count
+from .history import approx_size
+from .normalize import canonical
+from .state import CompactState
+from .state_record import record_text
+
+PREVIOUS_SUMMARY_MAX = 64000
+MIN_SUMMARY_TOKENS = 256
+"""A model summary is never planned smaller than this (or an eighth of the capacity, if larger)."""
+CANONICAL_BYTES = len(canonical(""))
+"""The ``<continuation_summary>`` tags around a summary body, in UTF-8 bytes."""
+LOCAL_MIN_CHARS = 1000
+LOCAL_REDUCTION = 5  # the local summary aims at no more than a fifth of what it replaces
+LOCAL_CRITICAL_MAX = PREVIOUS_SUMMARY_MAX
+LOCAL_FLOOR = 200
+"""The smallest local bound (bytes): room for a state record with a short request and counts."""
+SQUEEZE_SHARE = 0.8
+"""Of the room beside the suffix, what a squeezed local summary is planned at: the plan counts it at
+the prefix's average density, the core's check at the summary's own (ids and symbols are denser)."""
+MODEL_RECORD_MAX = 16000
+"""UTF-8 bytes of the state record on top of a model summary: at most the local bound (at least
+1,000) and this; :func:`record_room` fits it to what the summary reply leaves."""
+RECORD_SHARE_OF_REPLY = 3
+"""The record may always take a third of the summary reply's allowance on top of it."""
+
+
+def fit_budget(
+    config: CompactConfig,
+    budget_result: dict[str, Any] | None,
+    estimates: Any,
+    sizes: list[int],
+    history: list[dict[str, Any]],
+    *,
+    squeeze: bool = False,
+) -> Any:
+    """The fit check's budget, or None when the budget result cannot support one (as today)."""
+    if estimates is None or budget_result is None:
+        return None
+    capacity = budget_result.get("capacity")
+    if not count(capacity):
+        return None
+    if config.mode == "model":
+        return _model_fit_budget(capacity, budget_result.get("output_reserve"), estimates)
+    return _local_fit_budget(config, capacity, estimates, sizes, history, squeeze)
+
+
+def _model_fit_budget(capacity: int, reserve: Any, estimates: Any) -> Any:
+    from .fit import FitBudget, summary_tokens
+
+    if not count(reserve):
+        return None
+    tags = summary_tokens(CANONICAL_BYTES, estimates.tokens_per_byte)
+    floor = min(reserve, max(MIN_SUMMARY_TOKENS, capacity // 8))
+
+    def model_allowance(cut: int) -> int:
+        # A model summary is at most its reply's max tokens. In a small window the full reply
+        # reserve may not fit beside the suffix: the summary then gets the room that is left
+        # (never below the floor), and before_compact caps the summary reply at it.
+        suffix = estimates.suffix.get(cut)
+        room = capacity - estimates.fixed_tokens - tags - (suffix if suffix is not None else capacity)
+        return int(tags + max(floor, min(reserve, room)))
+
+    return FitBudget(capacity, estimates, model_allowance)
+
+
+def _local_fit_budget(
+    config: CompactConfig,
+    capacity: int,
+    estimates: Any,
+    sizes: list[int],
+    history: list[dict[str, Any]],
+    squeeze: bool,
+) -> Any:
+    from .fit import FitBudget, summary_tokens
+
+    rate = estimates.tokens_per_byte
+    prefix = [0] * (len(sizes) + 1)
+    for index in range(1, len(sizes)):
+        prefix[index + 1] = prefix[index] + sizes[index]
+    carried = carried_record(history[1:2])
+    floor = summary_tokens(LOCAL_FLOOR + CANONICAL_BYTES, rate)
+
+    def local_allowance(cut: int) -> int:
+        # The local route caps its body at critical_chars UTF-8 bytes (see local_bounds). With
+        # ``squeeze`` (no cut fits so: a small window), the summary gets the room left beside the
+        # suffix instead (never below the floor), and before_compact bounds the body by it.
+        _, critical = bounds_for_prefix(prefix[min(cut, len(sizes))], config.local_max_chars, carried)
+        full = summary_tokens(critical + CANONICAL_BYTES, rate)
+        suffix = estimates.suffix.get(cut)
+        if suffix is None or not squeeze:
+            return full
+        room = int(capacity) - int(estimates.fixed_tokens) - int(suffix)
+        return max(floor, min(full, int(room * SQUEEZE_SHARE)))
+
+    return FitBudget(capacity, estimates, local_allowance)
+
+
+def _planned_allowance(choice: Any) -> Any:
+    info = choice.info or {}
+    planned = info.get("chosenCandidate") or info.get("keepRecentCandidate") or {}
+    return planned.get("summaryAllowance")
+
+
+def local_max_bytes(state: CompactState, choice: Any) -> int | None:
+    """The local summary body's byte bound when the plan gave it less room than its usual bound."""
+    if state.mode != "local":
+        return None
+    allowance = _planned_allowance(choice)
+    tokens_per_byte = (choice.info or {}).get("tokensPerByte")
+    if not count(allowance) or not isinstance(tokens_per_byte, int | float) or tokens_per_byte <= 0:
+        return None
+    return max(LOCAL_FLOOR, int(allowance / tokens_per_byte) - CANONICAL_BYTES)
+
+
+def summary_max_tokens(state: CompactState, choice: Any, budget_result: dict[str, Any] | None) -> int | None:
+    """The summary reply's cap when the plan gave it less than the full reply reserve (model mode)."""
+    if state.mode != "model" or not isinstance(budget_result, dict):
+        return None
+    allowance = _planned_allowance(choice)
+    reserve = budget_result.get("output_reserve")
+    tokens_per_byte = (choice.info or {}).get("tokensPerByte") or 1.0
+    if not count(allowance) or not count(reserve):
+        return None
+    cap = allowance - summary_tokens_of_tags(tokens_per_byte)
+    return cap if 0 < cap < reserve else None
+
+
+def summary_tokens_of_tags(tokens_per_byte: float) -> int:
+    """Tokens of the canonical ``<continuation_summary>`` tags at ``tokens_per_byte``."""
+    from .fit import summary_tokens
+
+    return summary_tokens(CANONICAL_BYTES, tokens_per_byte)
+
+
+def planned_prefix(state: CompactState, data: dict[str, Any]) -> int | None:
+    """The prefix size ``compact_plan`` measured, when ``state`` belongs to this very cut."""
+    cut = data.get("cut")
+    messages = data.get("messages")
+    if state.sizes is None or state.cut != cut or not isinstance(cut, int):
+        return None
+    prefix = state.sizes.get("prefix")
+    if not isinstance(messages, list) or len(messages) != cut - 1:
+        return None
+    return prefix if count(prefix) else None
+
+
+def local_bounds(messages: list[dict[str, Any]], configured: int, prefix: int | None = None) -> tuple[int, int]:
+    """``(max_chars, critical_chars)`` of a local summary.
+
+    ``max_chars`` is ``local_max_chars``, and at most a fifth of the prefix: a summary as large
+    as what it replaces cannot reduce the comparable estimate. Pending approvals and ids may
+    extend the summary up to a fifth of the prefix (at most 64,000 characters), so the bound
+    trims them only when they alone would break the 80% reduction. ``critical_chars`` is also
+    the body's bound in UTF-8 bytes, which is what ``compact_plan`` allows for a local summary.
+    ``prefix``: the size ``compact_plan`` already measured.
+    """
+    if prefix is None:
+        prefix = sum(approx_size(m) for m in messages)
+    return bounds_for_prefix(prefix, configured, carried_record(messages[:1]))
+
+
+def carried_record(head: list[dict[str, Any]]) -> int:
+    """UTF-8 bytes of the state record of the summary at the head of a prefix (0 without one)."""
+    if not head or not is_summary(head[0]):
+        return 0
+    record = record_text(text_of(head[0]))
+    return len(record.encode("utf-8", "surrogatepass")) if record is not None else 0
+
+
+def bounds_for_prefix(prefix: int, configured: int, carried: int = 0) -> tuple[int, int]:
+    """:func:`local_bounds` of a prefix of ``prefix`` characters (``approx_size``).
+
+    ``carried``: the bytes of the state record the prefix starts with. It is already as small as
+    it gets, so it is carried on top and only the rest of the prefix is held to a fifth: else a
+    record growing over generations would be trimmed, a little more each time.
+    """
+    carried = min(carried, prefix)
+    fifth = (prefix - carried) // LOCAL_REDUCTION + carried
+    # A prefix under 5,000 characters may take up to half of itself (at most 1,000, at least the
+    # floor): a bound larger than the prefix could never reduce it, and the core would refuse.
+    small = max(LOCAL_FLOOR, min(LOCAL_MIN_CHARS, prefix // 2))
+    max_chars = max(small, min(configured, fifth))
+    return max_chars, max(max_chars, min(fifth, LOCAL_CRITICAL_MAX))
+
+
+def record_room(state: CompactState, body: str) -> int:
+    """Bytes the record may take beside a model summary ``body``: what the plan allowed the
+    summary reply and the reply left unused, and never less than a third of that allowance."""
+    request = state.request or {}
+    cap = state.summary_max_tokens if count(state.summary_max_tokens) else request.get("output_reserve")
+    rate = request.get("tokens_per_byte")
+    if not count(cap) or not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0:
+        return MODEL_RECORD_MAX  # nothing known of the window: the record as before_compact made it
+    allowed = int(cap / rate)
+    left = allowed - len(body.encode("utf-8", "surrogatepass")) - CANONICAL_BYTES
+    return min(MODEL_RECORD_MAX, max(LOCAL_FLOOR, allowed // RECORD_SHARE_OF_REPLY, left))

@@ -1,0 +1,124 @@
+"""``before_compact``'s model route: the prompt and the prepared transcript (or a cached summary)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from i_protocol import Request, WorkerError
+
+from .. import diagnostics as diag
+from ..allowance import LOCAL_MIN_CHARS, MODEL_RECORD_MAX, local_bounds
+from ..config import CompactConfig, check_prompt
+from ..failure import count, fail
+from ..state import CompactState
+from ..textsafe import scrub_value
+
+DESCRIBE_NOTE = (
+    "\n\nThe last {count} image(s) of the compacted messages are attached in transcript order "
+    "(the [image #k] markers). Describe in the summary what each shows that matters for the task."
+)
+SUMMARY_CAP_NOTE = (
+    "\n\nThe context window is small: keep the whole summary under {words} words (it is cut off at "
+    "{tokens} tokens, and a cut-off summary is discarded)."
+)
+
+
+def model_route(
+    out: dict[str, Any], state: CompactState, config: CompactConfig, images: str, request: Request
+) -> dict[str, Any]:
+    """``out`` with ``prompt`` + ``messages`` (or ``chunks``), or a cached ``summary``."""
+    from ..transcript import analyse, prepare
+
+    base_prompt, source = _base_prompt(out, state, config, request)
+    messages = out["messages"]
+    analysis = analyse(messages)
+    prepared = prepare(messages, analysis, images)
+    state.ledger = _model_record(messages, analysis, config)
+    summary_images = scrub_value(prepared.summary_images)
+    prompt = _with_image_note(base_prompt, summary_images, state, request)
+    state.prompt_source = source
+    state.transcript = prepared.stats
+    if config.cache and _cached(out, state, request, prompt, prepared, summary_images):
+        return out
+    retained_images = scrub_value(prepared.retained_images)
+    from .chunked import chunk_route, chunked
+
+    split = chunked(state, request, base_prompt, prompt, prepared.messages)
+    if split is not None and len(split.chunks) > 1:
+        return chunk_route(out, state, base_prompt, split, summary_images, retained_images, images)
+    out.pop("chunks", None)
+    prompt = capped_prompt(prompt, state, out)
+    out["prompt"] = prompt
+    out["messages"] = split.chunks[0] if split is not None else prepared.messages  # built from scrubbed strings only
+    out["summary_images"] = summary_images
+    out["retained_images"] = retained_images
+    state.last_attempt = diag.attempt(
+        diag.PREPARED,
+        "model_prompt_prepared",
+        cut=out.get("cut"),
+        promptChars=len(prompt),
+        shortenedMessages=split.shortened if split is not None and split.shortened else None,
+    )
+    out["state"] = state.to_json()
+    return out
+
+
+def _base_prompt(out: dict[str, Any], state: CompactState, config: CompactConfig, request: Request) -> tuple[str, str]:
+    from ..prompt import render_prompt, select_prompt
+
+    try:
+        template, source = select_prompt(config, out.get("prompt"))
+        workspace = out.get("workspace")
+        return render_prompt(template, request.workspace or (workspace if isinstance(workspace, str) else None)), source
+    except WorkerError as exc:
+        fail(request, state, "invalid_config", str(exc))
+        raise
+
+
+def _with_image_note(prompt: str, summary_images: list[Any], state: CompactState, request: Request) -> str:
+    if not summary_images:
+        return prompt
+    try:
+        return check_prompt(prompt + DESCRIBE_NOTE.format(count=len(summary_images)), "the prompt plus image note")
+    except WorkerError as exc:
+        fail(request, state, "invalid_config", str(exc))
+        raise
+
+
+def _cached(
+    out: dict[str, Any], state: CompactState, request: Request, prompt: str, prepared: Any, images: list[Any]
+) -> bool:
+    """Answer from the summary cache when it holds this very request (and remember its key)."""
+    from .. import summary_cache
+
+    key = summary_cache.cache_key(prompt, prepared.messages, images, out.get("model"))
+    state.cache_key = key
+    cached = summary_cache.lookup(request.paths.cache_dir, key)
+    if cached is None:
+        return False
+    out["summary"] = cached
+    state.cache_hit = True
+    state.last_attempt = diag.attempt(diag.PREPARED, "summary_cache_hit", cut=out.get("cut"))
+    out["state"] = state.to_json()
+    if prepared.retained_images:
+        out["retained_images"] = scrub_value(prepared.retained_images)
+    return True
+
+
+def _model_record(messages: list[dict[str, Any]], analysis: Any, config: CompactConfig) -> str:
+    """The prefix's ledger as a record, at its largest; ``after_compact`` fits it to the reply."""
+    from ..ledger import build
+    from ..state_record import render
+
+    _, critical = local_bounds(messages, config.local_max_chars, None)
+    return render(build(messages, analysis), min(MODEL_RECORD_MAX, max(critical, LOCAL_MIN_CHARS)))
+
+
+def capped_prompt(prompt: str, state: CompactState, out: dict[str, Any]) -> str:
+    """Cap the summary reply (``max_tokens``) when the plan gave the summary less than the reserve."""
+    cap = state.summary_max_tokens
+    out.pop("max_tokens", None)
+    if not count(cap) or cap == 0:
+        return prompt
+    out["max_tokens"] = cap
+    return prompt + SUMMARY_CAP_NOTE.format(words=max(50, cap * 2 // 3), tokens=cap)

@@ -1,0 +1,226 @@
+"""``compact_plan``: choose ``cut`` (or decline with ``reason``) and start the attempt's state."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from i_protocol import Request
+
+from .. import diagnostics as diag
+from ..allowance import PREVIOUS_SUMMARY_MAX, fit_budget, local_max_bytes, summary_max_tokens
+from ..config import CompactConfig, image_mode
+from ..errors import CompactError
+from ..failure import count, fail, load_config
+from ..history import approx_size, latest_summary
+from ..normalize import normalize_summary
+from ..state import STATE_SCHEMA, CompactState
+from ..textsafe import scrub
+
+_BUDGET_FIELDS = (
+    "fits",
+    "estimate",
+    "comparable_estimate",
+    "trigger",
+    "capacity",
+    "output_reserve",
+    "recommend_compact",
+)
+
+
+@dataclass
+class _Plan:
+    """What one ``compact_plan`` call works from."""
+
+    history: list[dict[str, Any]]
+    config: CompactConfig
+    budget_result: dict[str, Any] | None
+    forced: bool
+    state: CompactState
+    estimates: Any
+    common: dict[str, Any] = field(default_factory=dict)
+    sizes: list[int] = field(default_factory=list)
+
+
+def compact_plan(data: dict[str, Any], request: Request, worker_line: str) -> dict[str, Any]:
+    """Choose ``cut`` (or decline with ``reason``) and return the opaque ``state``."""
+    plan = _start(data, request, worker_line)
+    out = dict(data)
+    out["cut"] = None
+    out.pop("detail", None)
+    reason = _decline_reason(plan.config, plan.budget_result, plan.forced)
+    choice = _choose(plan) if reason is None else None
+    if choice is not None and choice.cut is not None:
+        return _planned(out, plan, choice)
+    return _declined(out, plan, choice, reason or (choice.reason if choice is not None else None))
+
+
+def _start(data: dict[str, Any], request: Request, worker_line: str) -> _Plan:
+    from ..fit import parse_cut_estimates
+
+    history = data.get("history")
+    if not isinstance(history, list) or not all(isinstance(m, dict) for m in history):
+        fail(request, None, "invalid_request", "history is not a list of messages")
+        raise CompactError("compact_plan: data.history must be a list of message objects")
+    previous_attempt = _previous_attempt(data.get("previous_attempt"), request)
+    config = load_config(request)
+    budget_result = data.get("budget_result")
+    budget_result = budget_result if isinstance(budget_result, dict) else None
+    estimates, problem = parse_cut_estimates((budget_result or {}).get("cut_estimates"))
+    forced = data.get("force") is True
+    state = CompactState(
+        schema=STATE_SCHEMA,
+        worker=worker_line,
+        attempt=uuid.uuid4().hex,
+        forced=forced,
+        policy={
+            "enabled": config.enabled,
+            "keep_recent": config.keep_recent,
+            "images": image_mode(config, data.get("budget"), data.get("model")),
+            "mode": config.mode,
+            "config": config.source,
+        },
+        previous_summary=_canonical_previous(latest_summary(history)),
+        budget={k: budget_result.get(k) for k in _BUDGET_FIELDS} if budget_result else None,
+        previous_attempt=previous_attempt,
+        request=_request_budget(budget_result, estimates),
+    )
+    common: dict[str, Any] = {
+        "cutEstimates": "invalid: " + problem if problem else ("present" if estimates is not None else None),
+        "previousAttempt": previous_attempt,
+    }
+    return _Plan(history, config, budget_result, forced, state, estimates, common)
+
+
+def _request_budget(budget_result: dict[str, Any] | None, estimates: Any) -> dict[str, Any] | None:
+    """A summary request's budget (``state.request``), when the budget result gives one."""
+    from ..chunks import RequestBudget
+
+    capacity = (budget_result or {}).get("capacity")
+    reserve = (budget_result or {}).get("output_reserve")
+    if not count(capacity) or not count(reserve):
+        return None
+    rate = estimates.tokens_per_byte if estimates is not None else None
+    budget = RequestBudget(capacity, reserve, rate or 1.0).as_state()
+    if rate is None:
+        budget["tokens_per_byte_source"] = "default 1 token per byte (no cut_estimates)"
+    return budget
+
+
+def _choose(plan: _Plan) -> Any:
+    """The fit check's choice of cut (squeezed once in a small local window)."""
+    from ..fit import SUFFIX_OVER_BUDGET, fit_cut
+    from ..history import boundaries
+    from ..plan import choose_cut
+
+    history, config, budget_result = plan.history, plan.config, plan.budget_result
+    plan.sizes = [approx_size(m) for m in history]
+    ok = boundaries(history)
+    base = choose_cut(history, config.keep_recent, plan.sizes, ok)
+    budget = fit_budget(config, budget_result, plan.estimates, plan.sizes, history)
+    if plan.estimates is not None and budget is None:
+        plan.common["cutEstimates"] = "unusable: budget_result has no capacity/output_reserve"
+    previous_cut = plan.state.previous_attempt["cut"] if plan.state.previous_attempt else None
+    over = (budget_result or {}).get("fits") is False
+
+    def fit(budget: Any) -> Any:
+        return fit_cut(history, ok, base, config.keep_recent, budget, previous_cut=previous_cut, over_capacity=over)
+
+    choice = fit(budget)
+    if choice.cut is None and choice.reason == SUFFIX_OVER_BUDGET and config.mode == "local":
+        # No cut fits with the usual local bound: a small window. Give the summary the room
+        # left beside the suffix (never below its floor) and plan again.
+        choice = fit(fit_budget(config, budget_result, plan.estimates, plan.sizes, history, squeeze=True))
+    return choice
+
+
+def _declined(out: dict[str, Any], plan: _Plan, choice: Any, reason: str | None) -> dict[str, Any]:
+    from ..fit import SUFFIX_OVER_BUDGET
+
+    reason = reason or "no_safe_cut"
+    detail = choice.detail if choice is not None else None
+    record = diag.attempt(
+        diag.SKIPPED,
+        reason,
+        messages=len(plan.history),
+        detail=detail,
+        fit=choice.info if choice is not None and choice.info else None,
+        **plan.common,
+    )
+    plan.state.last_attempt = record
+    plan.state.plan = record
+    out.update(state=plan.state.to_json(), reason=reason)
+    if reason == SUFFIX_OVER_BUDGET and detail:
+        out["detail"] = detail
+    return out
+
+
+def _planned(out: dict[str, Any], plan: _Plan, choice: Any) -> dict[str, Any]:
+    cut = choice.cut
+    state, sizes, budget_result = plan.state, plan.sizes, plan.budget_result
+    state.cut = cut
+    state.summary_max_tokens = summary_max_tokens(state, choice, budget_result)
+    state.local_max_bytes = local_max_bytes(state, choice)
+    state.sizes = {
+        "system": sizes[0] if sizes else 0,
+        "prefix": sum(sizes[1:cut]),
+        "suffix": sum(sizes[cut:]),
+    }
+    record = diag.attempt(
+        diag.PLANNED,
+        _planned_reason(choice, plan),
+        cut=cut,
+        alignment=choice.alignment,
+        messagesCompacted=cut - 1,
+        messagesRetained=len(plan.history) - cut,
+        estimatedInputTokensBefore=(budget_result or {}).get("estimate"),
+        comparableEstimateBefore=(budget_result or {}).get("comparable_estimate"),
+        fit=choice.info or None,
+        **plan.common,
+    )
+    state.last_attempt = record
+    state.plan = record
+    out.pop("reason", None)
+    out.update(cut=cut, state=state.to_json())
+    return out
+
+
+def _planned_reason(choice: Any, plan: _Plan) -> str:
+    from ..fit import KEEP_RECENT_REDUCED
+
+    if choice.reason == KEEP_RECENT_REDUCED:
+        return KEEP_RECENT_REDUCED
+    if plan.forced and not (plan.budget_result or {}).get("recommend_compact"):
+        return "forced"
+    return "recommended"
+
+
+def _previous_attempt(value: Any, request: Request) -> dict[str, Any] | None:
+    """``data.previous_attempt`` validated: ``{"cut": int, "reason": str}`` or absent."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not count(value.get("cut")) or not isinstance(value.get("reason"), str):
+        message = 'compact_plan: data.previous_attempt must be {"cut": <index>, "reason": <string>}'
+        fail(request, None, "invalid_request", message)
+        raise CompactError(message)
+    return {"cut": value["cut"], "reason": scrub(value["reason"])[:200]}
+
+
+def _decline_reason(config: CompactConfig, budget_result: dict[str, Any] | None, forced: bool) -> str | None:
+    if not config.enabled:
+        return "disabled"
+    if forced:
+        return None
+    if budget_result is None:
+        return "missing_budget_result"
+    if budget_result.get("recommend_compact") is not True:
+        return "not_recommended"
+    return None
+
+
+def _canonical_previous(text: str | None) -> str | None:
+    if text is None:
+        return None
+    normalized = normalize_summary(text)
+    return normalized.summary[:PREVIOUS_SUMMARY_MAX] or None
