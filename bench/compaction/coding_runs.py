@@ -234,7 +234,9 @@ HEADER = (
 # -- the runs ----------------------------------------------------------------------------------
 
 
-def run_mode(worker: Worker | None, mode: str, chosen: list[tuple[str, list[dict[str, Any]]]], model: Any) -> dict[int, Score]:
+def run_mode(
+    worker: Worker | None, mode: str, chosen: list[tuple[str, list[dict[str, Any]]]], model: Any
+) -> dict[int, Score]:
     scores = {level: Score() for level in LEVELS}
     for name, history in chosen:
         kind = name.split("-", 1)[0]
@@ -283,7 +285,9 @@ def main() -> int:
     results: dict[str, dict[int, Score]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode in args.modes.split(","):
-            worker = Worker(str(Path(tmp, mode)), "model" if mode in ("model", "careless") else "local", args.worker_src)
+            worker = Worker(
+                str(Path(tmp, mode)), "model" if mode in ("model", "careless") else "local", args.worker_src
+            )
             try:
                 if mode == "successive":
                     results[mode] = run_successive(worker, chosen)

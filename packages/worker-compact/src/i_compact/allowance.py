@@ -20,8 +20,8 @@ MIN_SUMMARY_TOKENS = 256
 CANONICAL_BYTES = len(canonical(""))
 """The ``<continuation_summary>`` tags around a summary body, in UTF-8 bytes."""
 LOCAL_MIN_CHARS = 1000
-LOCAL_REDUCTION = 5  # the local summary aims at no more than a fifth of what it replaces
-LOCAL_CRITICAL_MAX = PREVIOUS_SUMMARY_MAX
+LOCAL_REDUCTION = 4  # the local summary aims at no more than a quarter of what it replaces (issue 30)
+LOCAL_CRITICAL_MAX = 96_000  # a coding session's action log: about 25k tokens at most (issue 30)
 LOCAL_FLOOR = 200
 """The smallest local bound (bytes): room for a state record with a short request and counts."""
 SQUEEZE_SHARE = 0.8
@@ -81,6 +81,7 @@ def _local_fit_budget(
     history: list[dict[str, Any]],
     squeeze: bool,
 ) -> Any:
+    from .actions import statement_size
     from .fit import FitBudget, summary_tokens
 
     rate = estimates.tokens_per_byte
@@ -89,13 +90,15 @@ def _local_fit_budget(
         prefix[index + 1] = prefix[index] + sizes[index]
     carried = carried_record(history[1:2])
     floor = summary_tokens(LOCAL_FLOOR + CANONICAL_BYTES, rate)
+    statement_at, statement = statement_size(history[1:])  # rides on top of the bound (actions)
 
     def local_allowance(cut: int) -> int:
         # The local route caps its body at critical_chars UTF-8 bytes (see local_bounds). With
         # ``squeeze`` (no cut fits so: a small window), the summary gets the room left beside the
         # suffix instead (never below the floor), and before_compact bounds the body by it.
         _, critical = bounds_for_prefix(prefix[min(cut, len(sizes))], config.local_max_chars, carried)
-        full = summary_tokens(critical + CANONICAL_BYTES, rate)
+        on_top = statement if 0 <= statement_at < cut - 1 else 0
+        full = summary_tokens(critical + on_top + CANONICAL_BYTES, rate)
         suffix = estimates.suffix.get(cut)
         if suffix is None or not squeeze:
             return full

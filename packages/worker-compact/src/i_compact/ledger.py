@@ -164,6 +164,7 @@ def quote(text: str) -> str:
 
 def build(messages: list[dict[str, Any]], analysis: Analysis) -> Ledger:
     """The ledger of ``messages`` (= ``history[1:cut]``), merged after an earlier record."""
+    from .actions import user_kinds
     from .state_record import parse_record
 
     new = Ledger()
@@ -173,6 +174,7 @@ def build(messages: list[dict[str, Any]], analysis: Analysis) -> Ledger:
     field_ids: list[str] = []  # values of id fields (tool-call arguments, tool results): ids as they are
     commands: dict[str, str] = {}
     skill_calls: dict[str, str] = {}
+    kinds = user_kinds(messages)
     for index, message in enumerate(messages):
         role = message.get("role")
         if role == "user":
@@ -185,7 +187,14 @@ def build(messages: list[dict[str, Any]], analysis: Analysis) -> Ledger:
                 continue
             if "_context" in message or is_attachment(messages, index):
                 continue  # a memory/skills snapshot or a tool's image: data, not the user's words
+            kind = kinds.get(index, "request")
+            if kind in ("observation", "harness"):  # what a harness sends in the user role: data
+                data_pieces.append(text_of(message))
+                continue
+            request = new.request
             _user(message, new, pieces)
+            if kind == "repeat":  # its constraints and ids count, but a repeat is never the request
+                new.request = request
         elif role == "assistant":
             pieces.append(text_of(message))  # the scan redacts a text that names a secret
             for call in message.get("tool_calls") or []:

@@ -16,11 +16,12 @@ from typing import Any, TypeAlias
 
 from i_protocol.history import is_summary, text_of
 
+from . import actions
 from . import ledger as facts
 from .history import request_text
 from .redact import redact, secret_references
 from .reduction import Reduction, strip_payloads
-from .state_record import find_record, render
+from .state_record import find_record, render_shared
 from .textsafe import scrub
 from .transcript import Analysis
 
@@ -58,6 +59,8 @@ _RESULT_REFS = " in the output of {name} call {call_id}"
 _RESULT_QUOTE = "{name} call {call_id}: "
 """How a tool result's quoted error line starts (its spaces are the template's when the names have none)."""
 _QUOTE = 240
+RECORD_SHARE = 0.4
+"""Share of the room the state record may take when there is coding work to log (:mod:`actions`)."""
 EVIDENCE_RESERVE = 400
 """Bytes the record leaves for evidence when it is near the bound (at most a tenth of it)."""
 EVIDENCE_MIN_BOUND = 2000
@@ -88,22 +91,33 @@ def local_summary(
     images: str,
     critical_chars: int | None = None,
     max_bytes: int | None = None,
+    statement_on_top: bool = False,
 ) -> str:
     """The summary body (no tags) for ``messages`` (= history[1:cut]).
+
+    The task statement rides on top of the bound (``statement_on_top``, :mod:`actions`) except
+    in a small window, where the plan left a fixed room beside the suffix.
 
     ``max_chars`` bounds the evidence; the whole body, state record included, stays within
     ``max_bytes`` UTF-8 bytes (default ``critical_chars``, else ``max_chars``).
     """
     limit = max_bytes or critical_chars or max_chars
+    coding = actions.analyse_cached(messages)
     header = HEADER.format(count=len(messages))
     if len(header) * 10 > limit:
         header = SHORT_HEADER
     room = limit - _bytes(header) - 2
     reserve = min(EVIDENCE_RESERVE, limit // 10) if limit >= EVIDENCE_MIN_BOUND else 0
-    record = render(facts.build(messages, analysis), max(0, room - reserve))
-    left = min(max_chars, room - _bytes(record) - 2)
+    ledger = facts.build(messages, analysis)
+    share = int(room * RECORD_SHARE) if coding.actions or coding.requests else room
+    record = render_shared(ledger, share, max(0, room - reserve))
+    room -= _bytes(record) + 1
+    statement = actions.statement_bytes(coding) if statement_on_top else 0
+    work = actions.render(coding, room, actions.STATEMENT_MAX if statement_on_top else max(0, room // 2))
+    room -= _bytes(work) + 1 if work else 0
+    left = min(max_chars, room + statement)
     evidence = _evidence_text(_evidence(messages, analysis, images), left)
-    return "\n".join(part for part in (header, record, evidence) if part)
+    return "\n".join(part for part in (header, record, work, evidence) if part)
 
 
 def _bytes(text: str) -> int:
@@ -143,7 +157,7 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
                         _add(sections, "Checks not run", _quote(sentence, _QUOTE))
         elif role == "tool":
             _result(message, analysis, index, found)
-    sections["Earlier user requests"] += [_quote(t, _QUOTE) for t in users[-4:-1]]
+    del users  # every request is verbatim in the Requests section (:mod:`actions`)
     if last_assistant:
         sections["Next step"] = [f"last assistant message: {_quote(_clean(last_assistant), 400)}"]
     if image_count:

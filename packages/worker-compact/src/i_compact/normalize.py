@@ -34,7 +34,7 @@ class Normalized:
 
 def normalize_summary(text: str) -> Normalized:
     """One canonical block from plain text, a wrapped block, several blocks or malformed tags."""
-    text = scrub(text).replace("\r\n", "\n").strip()
+    text = scrub(text).strip()  # line endings stay: requests are kept verbatim (issue 30)
     spans = _outer_blocks(text)
     blocks = [text[start:end] for start, end, _ in spans]
     if blocks:

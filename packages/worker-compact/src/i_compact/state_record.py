@@ -157,6 +157,31 @@ def render(ledger: Ledger, limit: int) -> str:
             freed += _size(line)
 
 
+KEPT_WHOLE = ("id", "fact", "finished", "skill", "failed", "path", "job", "approval", "constraint", "request_chars")
+"""What :func:`render_shared` never lets a smaller share drop."""
+
+
+def render_shared(ledger: Ledger, share: int, limit: int) -> str:
+    """The record within ``share`` bytes if that drops only ids, facts and skills, else within ``limit``."""
+    text = render(ledger, min(share, limit))
+    if share >= limit:
+        return text
+    full = render(ledger, limit)
+    lost = _dropped_counts(text)
+    kept = _dropped_counts(full)
+    if any(lost.get(kind, 0) > kept.get(kind, 0) for kind in KEPT_WHOLE):
+        return full
+    return text
+
+
+def _dropped_counts(text: str) -> dict[str, int]:
+    for line in reversed(text.splitlines()):
+        if line.startswith("dropped: "):
+            pairs = (item.partition("=") for item in line[len("dropped: ") :].split())
+            return {kind: int(count) for kind, _, count in pairs if count.isdigit()}
+    return {}
+
+
 def _cap(tokens: list[tuple[str, str]], share: int, dropped: dict[str, int]) -> None:
     """Drop the oldest packed tokens until they take at most ``share`` bytes."""
     total = sum(len(token) + 1 for _, token in tokens)

@@ -31,6 +31,7 @@ def local_route(out: dict[str, Any], state: CompactState, config: CompactConfig,
         critical_chars=critical_chars,
         max_bytes=critical_chars,
         images=images,
+        statement_on_top=not count(cap),
     )
     state.ledger = record_text(body)
     out["summary"] = canonical(body)

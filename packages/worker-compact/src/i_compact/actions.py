@@ -1,0 +1,499 @@
+"""Coding work in local mode (issue 30): every request verbatim, every action kept, results digested.
+
+Three sections of the local summary, added to seed 004's (never replacing them):
+
+* ``## Task statement`` — the first real user message, whole (after the secret table's masking)
+  when it is at most :data:`STATEMENT_MAX` bytes, else its head and tail verbatim and the middle
+  cited as data (the span holds it). It rides on top of the summary's bound, like the state
+  record: it is what an autonomous run is *for*, and its end often says how to submit the work.
+* ``## Requests`` — every later distinct request whole, newest first within its share
+  (:data:`REQUESTS_SHARE`), the older ones cited by message number. A user message equal to an
+  earlier one once digits and quoted text are masked is a *repeat* (a harness reply such as
+  "found 2 actions"): listed once with its count, never the request. Observations that
+  harnesses send in the user role (``<returncode>…``, ``Exit code: N``, a user-run command's
+  output) and harness notes (task notifications, command echoes, interruption markers, another
+  tool's compaction summary) are not requests either.
+* ``## Action log`` — one entry per assistant step, oldest first: the commands it ran (each
+  line, heredoc bodies left out) and its tool calls with their arguments (a string of up to
+  :data:`ARGUMENT_WHOLE` characters whole, a longer one by its size and the names it holds), its
+  reasoning condensed to the first sentence and the names it mentions, and a one-line digest of
+  each result (exit status, first error line, size, the names it introduced, the recall handle:
+  the tool call id, or the message number within the span this summary replaced). When the log
+  outgrows its share, names go first, then the oldest entries, which the log says are in the
+  archived span.
+
+Everything quoted is untrusted data and passes the secret table's masking.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from i_protocol.history import is_summary, text_of
+
+from .history import request_text
+from .redact import redact
+from .textsafe import scrub
+
+STATEMENT_MAX = 12_000
+"""UTF-8 bytes of a task statement kept whole; a larger one keeps :data:`STATEMENT_END` of each end."""
+STATEMENT_END = 4_000
+REQUEST_MAX = 6_000
+"""A later request larger than this keeps its head and tail (half each) verbatim."""
+REQUESTS_SHARE = 0.35
+"""Share of the summary's room (after the state record) for the later requests."""
+ACTIONS_SHARE = 0.8
+"""Share of what is left after the requests for the action log (evidence takes the rest)."""
+ARGUMENT_WHOLE = 240
+NAMES_PER_RESULT = 24
+"""New names a result digest lists (a file read can hold hundreds)."""
+THOUGHT_CHARS = 200
+
+_OBSERVATION = re.compile(
+    r"\s*(?:<returncode>|<output>|<observation>|observation:|exit code:?\s*-?\d|\[exit code)", re.I
+)
+_USER_RUN = re.compile(r"\s*Ran `")
+_HARNESS = re.compile(
+    r"\s*(?:<task-notification>|<command-name>|<command-message>|<local-command-|<system-reminder>"
+    r"|\[Request interrupted|Caveat: The messages below|This session is being continued from a previous conversation)"
+)
+_QUOTED = re.compile(r"(['\"`]).*?\1", re.S)
+_DIGITS = re.compile(r"\d+")
+_RETURN_CODE = re.compile(r"(?im)<returncode>\s*(-?\d+)\s*</returncode>|^exit code:?\s*(-?\d+)|\[exit code (-?\d+)\]")
+_ERROR_LINE = re.compile(r"(?m)^.*(?:Error|Exception|Traceback|FAILED|error:|fatal:).*$")
+_EXCEPTION_LINE = re.compile(r"(?m)^[\w.]*(?:Error|Exception|Warning)\b:.*$")
+_SHELLS = ("bash", "sh", "shell", "console", "zsh")
+_HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_EXT = (
+    "py|pyi|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|rst|txt|toml|cfg|ini|yaml|yml|sh|c|h|cc|cpp|hpp|rs|go|java|kt|rb|"
+    "php|html|css|scss|lock|log|diff|patch|sql|xml|csv|ex|exs|heex|svelte|vue|zig|lua"
+)
+_NAME = re.compile(
+    r"https?://[^\s\"'`<>()\[\]{}]+"
+    r"|(?<![\w/.-])(?:[\w.-]*\w/)+[\w.-]*\w"
+    rf"|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:{_EXT})(?![\w-])"
+    r"|(?<![\w./-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?!\w)"
+    r"|(?<!\w)_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*(?!\w)"
+    r"|(?<!\w)(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][A-Za-z0-9]*)+)(?!\w)"
+    r"|(?<![\w#])#\d{2,}(?!\w)"
+)
+_ERROR_NAME = re.compile(r"[A-Z]\w*(?:Error|Exception|Warning)$")
+_OPEN = "<user_request"
+_CLOSE = "</user_request>"
+_BLOCK = re.compile(r'<user_request n="(\d+)"( part="[^"]*")?>\n(.*?)\n</user_request>', re.S)
+
+
+def names(text: str) -> list[str]:
+    """Code names in ``text``, in order, once: paths, URLs, dotted/snake/Camel names, issue ids."""
+    found = dict.fromkeys(n.rstrip(".,:;") for n in _NAME.findall(text))
+    return [n for n in found if len(n) >= 4 and not n.startswith("//")]
+
+
+# -- who speaks ---------------------------------------------------------------------------
+
+
+def user_kinds(messages: list[dict[str, Any]]) -> dict[int, str]:
+    """Index -> ``request``, ``repeat``, ``observation`` or ``harness`` for each user message."""
+    kinds: dict[int, str] = {}
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user" and not is_summary(m) and "_context" not in m]
+    texts = {i: request_text(messages[i]) for i in users}
+    observed = sum(1 for i in users if _OBSERVATION.match(texts[i]))
+    autonomous = observed * 2 >= len(users) > 1
+    seen: set[str] = set()
+    first_request = True
+    for i in users:
+        text = texts[i]
+        if not text.strip():
+            continue
+        if _OBSERVATION.match(text) or _USER_RUN.match(text):
+            kinds[i] = "observation"
+            continue
+        if _HARNESS.match(text):
+            kinds[i] = "harness"
+            continue
+        key = " ".join(_DIGITS.sub("#", _QUOTED.sub("''", text)).split())
+        if key in seen:
+            kinds[i] = "repeat"
+        elif autonomous and not first_request:
+            kinds[i] = "repeat" if key in seen else "harness"
+        else:
+            kinds[i] = "request"
+            first_request = False
+        seen.add(key)
+    return kinds
+
+
+def latest_request(coding: Coding) -> int | None:
+    """The number of the latest request the sections hold verbatim, if any."""
+    if coding.requests:
+        return coding.requests[-1][0]
+    return coding.statement_at if coding.statement is not None else None
+
+
+def _masked(text: str) -> str:
+    text = redact(scrub(text))
+    for tag in ("user_request", "continuation_summary", "state_record"):  # our tags, never forged
+        text = text.replace(tag, tag.replace("_", "-"))
+    return text
+
+
+# -- the sections -------------------------------------------------------------------------
+
+
+@dataclass
+class Action:
+    number: int
+    lines: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)
+    result_names: list[str] = field(default_factory=list)
+
+    def render(self, detail: int) -> str:
+        """Detail 2: names typed and names seen; 1: names typed; 0: neither."""
+        head = f"- [{self.number}] " + "\n  ".join(self.lines)
+        parts = [head, *(f"  → {r}" for r in self.results)]
+        if detail >= 1 and self.names:
+            parts.append("  names: " + ", ".join(self.names))
+        if detail >= 2 and self.result_names:
+            parts.append("  seen: " + ", ".join(self.result_names))
+        return "\n".join(parts)
+
+
+@dataclass
+class Coding:
+    """What :func:`analyse` found in ``messages`` (and carried from an earlier summary)."""
+
+    statement: str | None = None
+    statement_at: int = 0
+    requests: list[tuple[int, str]] = field(default_factory=list)
+    repeats: Counter[str] = field(default_factory=Counter)
+    carried_log: list[str] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    kinds: dict[int, str] = field(default_factory=dict)
+
+
+def analyse(messages: list[dict[str, Any]]) -> Coding:
+    coding = Coding()
+    if messages and is_summary(messages[0]):
+        _carry(text_of(messages[0]), coding)
+    coding.kinds = user_kinds(messages)
+    known: set[str] = set()
+    for text in ([coding.statement] if coding.statement else []) + [t for _, t in coding.requests]:
+        known.update(names(text))
+    for line in coding.carried_log:
+        known.update(names(line))
+    calls: dict[str, Action] = {}
+    last: Action | None = None
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        kind = coding.kinds.get(index)
+        if kind == "request":
+            text = _masked(request_text(message))
+            if coding.statement is None:
+                coding.statement, coding.statement_at = text, index + 1
+            else:
+                coding.requests.append((index + 1, text))
+            known.update(names(text))
+        elif kind == "repeat" or kind == "harness":
+            coding.repeats[" ".join(_DIGITS.sub("#", _masked(request_text(message))).split())[:200]] += 1
+            if kind == "harness":
+                _observe(last, message, index, known, None)
+        elif kind == "observation":
+            ran = _USER_RUN.match(request_text(message))
+            if ran:  # a command the user ran: an action of its own
+                command = request_text(message)[ran.end() :].split("`", 1)[0]
+                last = Action(index + 1, [f"$ {line} (run by the user)" for line in _command_lines(_masked(command))])
+                known.update(names(command))
+                coding.actions.append(last)
+            _observe(last, message, index, known, None)
+        elif role == "assistant":
+            last = _act(message, index, known, calls)
+            if last is not None:
+                coding.actions.append(last)
+        elif role == "tool":
+            call_id = str(message.get("tool_call_id"))
+            _observe(calls.get(call_id), message, index, known, call_id)
+    return coding
+
+
+def _act(message: dict[str, Any], index: int, known: set[str], calls: dict[str, Action]) -> Action | None:
+    text = text_of(message)
+    action = Action(index + 1)
+    prose, scripts = _split_fences(text)
+    thought = " ".join(_masked(prose).split())
+    if thought:
+        first = _SENTENCE_END.split(thought, maxsplit=1)[0]
+        action.lines.append("said: " + (first if len(first) <= THOUGHT_CHARS else first[:THOUGHT_CHARS] + "…"))
+    for script in scripts:
+        action.lines += [f"$ {line}" for line in _command_lines(_masked(script))]
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, dict):
+            action.lines.append(_call_line(call, action, known))
+            calls[str(call.get("id"))] = action
+    typed = "\n".join([prose, *scripts])  # heredoc bodies too: names the agent itself typed
+    mentioned = [n for n in names(_masked(typed)) if n not in known]
+    known.update(mentioned)
+    action.names += mentioned
+    known.update(names("\n".join(action.lines)))
+    return action if action.lines or action.names else None
+
+
+def _call_line(call: dict[str, Any], action: Action, known: set[str]) -> str:
+    raw_function = call.get("function")
+    function: dict[str, Any] = raw_function if isinstance(raw_function, dict) else {}
+    name = str(function.get("name") or "?")
+    raw = function.get("arguments")
+    try:
+        arguments = orjson.loads(raw) if isinstance(raw, str) else raw
+    except orjson.JSONDecodeError:
+        arguments = raw
+    if not isinstance(arguments, dict):
+        return f"{name} {_masked(str(arguments))[:ARGUMENT_WHOLE]}"
+    parts: list[str] = []
+    commands: list[str] = []
+    for key, value in arguments.items():
+        if key in ("command", "cmd") and isinstance(value, str):
+            commands += _command_lines(_masked(value))
+            continue
+        shown = value if isinstance(value, str) else orjson.dumps(value).decode()
+        shown = _masked(f"{key}={shown}")[len(key) + 1 :] if _masked(key) == key else _masked(shown)
+        if len(shown) <= ARGUMENT_WHOLE and "\n" not in shown:
+            parts.append(_masked(f"{key}={shown}"))
+        else:
+            parts.append(f"{key}=<{len(shown)} chars>")
+            fresh = [n for n in names(shown) if n not in known]
+            known.update(fresh)
+            action.names += fresh
+    return " ".join([name, *parts]) + "".join(f"\n  $ {line}" for line in commands)
+
+
+def _observe(action: Action | None, message: dict[str, Any], index: int, known: set[str], call_id: str | None) -> None:
+    if action is None:
+        return
+    text = _masked(text_of(message))
+    bits: list[str] = []
+    code = _RETURN_CODE.search(text[:2000])
+    if code:
+        bits.append(f"exit {next(g for g in code.groups() if g is not None)}")
+    bits.append(f"{len(text)} chars")
+    error = _EXCEPTION_LINE.search(text) or _ERROR_LINE.search(text)
+    if error:
+        line = " ".join(error.group(0).split())
+        bits.append("“" + (line if len(line) <= 200 else line[:200] + "…") + "”")
+    bits.append(f"recall {call_id}" if call_id else f"recall [{index + 1}]")
+    action.results.append(", ".join(bits))
+    fresh = [n for n in names(text) if n not in known]
+    errors = [n for n in fresh if _ERROR_NAME.search(n)]
+    fresh = errors + [n for n in fresh if n not in errors]
+    chosen = fresh[:NAMES_PER_RESULT]
+    known.update(chosen)
+    action.result_names += chosen
+
+
+def _split_fences(text: str) -> tuple[str, list[str]]:
+    """Prose outside fenced blocks, and the bodies of fenced shell blocks (fences paired in order)."""
+    prose: list[str] = []
+    scripts: list[str] = []
+    opened: str | None = None
+    body: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("```"):
+            (body if opened is not None else prose).append(line)
+            continue
+        if opened is None:
+            opened, body = stripped[3:].strip().lower(), []
+        else:
+            if opened in _SHELLS:
+                scripts.append("\n".join(body))
+            else:
+                prose += body
+            opened = None
+    return "\n".join(prose), scripts
+
+
+def _command_lines(script: str) -> list[str]:
+    lines: list[str] = []
+    until: str | None = None
+    skipped = 0
+    for raw in script.splitlines():
+        if until is not None:
+            if raw.strip() == until:
+                lines.append(f"(… {skipped} lines of input …) {until}")
+                until, skipped = None, 0
+            else:
+                skipped += 1
+            continue
+        heredoc = _HEREDOC.search(raw)
+        if heredoc:
+            until = heredoc.group(1)
+        line = " ".join(raw.split())
+        if line:
+            lines.append(line)
+    return lines
+
+
+# -- carrying an earlier summary -------------------------------------------------------------
+
+
+def _carry(text: str, coding: Coding) -> None:
+    for number, part, body in _BLOCK.findall(text):
+        if coding.statement is None:
+            coding.statement, coding.statement_at = body, int(number)
+        elif part == "":
+            coding.requests.append((0, body))
+    current = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+        elif current == "Action log" and line:
+            coding.carried_log.append(line)
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _block(number: int, text: str, limit: int) -> str:
+    if _bytes(text) <= limit:
+        return f'{_OPEN} n="{number}">\n{text}\n{_CLOSE}'
+    half = max(1, limit // 2)
+    raw = text.encode("utf-8", "surrogatepass")
+    head = raw[:half].decode("utf-8", "ignore")
+    tail = raw[-half:].decode("utf-8", "ignore")
+    middle = len(text) - len(head) - len(tail)
+    return (
+        f'{_OPEN} n="{number}" part="head">\n{head}\n{_CLOSE}\n'
+        f"(… {middle} characters of request [{number}] are in the span this summary replaced:"
+        f" recall message [{number}] …)\n"
+        f'{_OPEN} n="{number}" part="tail">\n{tail}\n{_CLOSE}'
+    )
+
+
+def statement_size(messages: list[dict[str, Any]]) -> tuple[int, int]:
+    """``(index, bytes)`` of the task statement section of ``messages``, cheaply (``(-1, 0)``: none).
+
+    What :func:`statement_bytes` will say, or a little more: the plan allows for it before the
+    summary is written.
+    """
+    if messages and is_summary(messages[0]):
+        block = _BLOCK.search(text_of(messages[0]))
+        if block is not None:
+            return 0, min(_bytes(block.group(3)), STATEMENT_MAX) + STATEMENT_FRAME
+    for index, kind in sorted(user_kinds(messages).items()):
+        if kind == "request":
+            return index, min(_bytes(_masked(request_text(messages[index]))), STATEMENT_MAX) + STATEMENT_FRAME
+    return -1, 0
+
+
+STATEMENT_FRAME = 120
+"""Bytes of the section's heading and tags around the statement."""
+
+
+def statement_bytes(coding: Coding) -> int:
+    """What the task statement section takes (it rides on top of the summary's bound)."""
+    if coding.statement is None:
+        return 0
+    return min(_bytes(coding.statement), STATEMENT_MAX) + STATEMENT_FRAME
+
+
+_CACHE: dict[int, tuple[list[dict[str, Any]], Coding]] = {}
+
+
+def analyse_cached(messages: list[dict[str, Any]]) -> Coding:
+    """:func:`analyse` once per messages list (one route may ask more than once)."""
+    hit = _CACHE.get(id(messages))
+    if hit is not None and hit[0] is messages:
+        return hit[1]
+    coding = analyse(messages)
+    _CACHE.clear()
+    _CACHE[id(messages)] = (messages, coding)
+    return coding
+
+
+def render(coding: Coding, room: int, statement_limit: int) -> str:
+    """The sections: the statement within ``statement_limit`` bytes, the rest within ``room``.
+
+    With ``statement_limit`` under :data:`STATEMENT_MAX` (a small window) everything, the
+    statement included, stays within ``room``.
+    """
+    parts: list[str] = []
+    strict = statement_limit < STATEMENT_MAX
+    if coding.statement is not None:
+        limit = max(0, statement_limit - STATEMENT_FRAME * 2) if strict else statement_limit
+        statement = "## Task statement\n" + _block(coding.statement_at, coding.statement, limit)
+        if not strict or _bytes(statement) <= room:
+            parts.append(statement)
+            room -= _bytes(statement) + 1 if strict else 0
+    requests = _requests(coding, int(room * REQUESTS_SHARE))
+    if requests and _bytes(requests) <= room:
+        parts.append(requests)
+        room -= _bytes(requests) + 1
+    log = _log(coding, max(0, int(room * ACTIONS_SHARE)))
+    if log:
+        parts.append(log)
+    return "\n".join(parts)
+
+
+def _requests(coding: Coding, share: int) -> str:
+    chosen: list[str] = []
+    cited: list[int] = []
+    used = 0
+    for number, text in reversed(coding.requests):
+        block = _block(number, text, min(REQUEST_MAX, max(0, share - 200)))
+        if used + _bytes(block) > share:
+            cited.append(number)
+            continue
+        chosen.insert(0, block)
+        used += _bytes(block) + 1
+    lines = ["## Requests (later requests, verbatim; untrusted data)"] if chosen or cited else []
+    if cited:
+        lines.append(
+            f"(older requests in the span this summary replaced: messages {', '.join(map(str, sorted(cited)))})"
+        )
+    lines += chosen
+    if coding.repeats:
+        repeats = ["## Harness messages (not requests)"]
+        repeats += [f"- {count}x “{text[:120]}”" for text, count in coding.repeats.most_common(8)]
+        if _bytes("\n".join(lines + repeats)) <= share:
+            lines += repeats
+    return "\n".join(lines) if _bytes("\n".join(lines)) <= share else ""
+
+
+def _log(coding: Coding, share: int) -> str:
+    if not coding.actions and not coding.carried_log:
+        return ""
+    head = (
+        "## Action log\n([n]: the n-th message of the span this summary replaced; `recall X`: the tool call id"
+        " or message that recall returns; oldest first)"
+    )
+    entries = [*coding.carried_log]
+    rendered = [a.render(2) for a in coding.actions]
+    text = "\n".join([head, *entries, *rendered])
+    if _bytes(text) <= share:
+        return text
+    for level in (1, 0):  # what results showed goes first, then the names typed; oldest first
+        for position, action in enumerate(coding.actions):
+            rendered[position] = action.render(level)
+            if _bytes("\n".join([head, *entries, *rendered])) <= share:
+                return "\n".join([head, *entries, *rendered])
+    if _bytes(head + "\n" + _moved(len(entries) + len(rendered))) * 2 > share:
+        return ""  # too little room for a log: the span holds every action
+    moved = 0
+    while (entries or rendered) and _bytes("\n".join([head, _moved(moved), *entries, *rendered])) > share:
+        (entries or rendered).pop(0)
+        moved += 1
+    return "\n".join([head, _moved(moved), *entries, *rendered])
+
+
+def _moved(count: int) -> str:
+    return f"- ({count} older entries are in the span this summary replaced: recall them by span or call id)"
