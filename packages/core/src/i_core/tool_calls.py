@@ -3,7 +3,9 @@
 Per call: ``before_tool`` (may rename or rewrite the raw arguments) -> parse the arguments ->
 built-in or external tool -> the approval gate -> run -> ``after_tool``. Every failure becomes a
 tool error the model reads; nothing here ends the turn. Per batch: outputs are cut to the
-budget's per-call allowance, and images go into one user-role message after the results.
+budget's per-call allowance (which each built-in call is told, ``ToolContext.output_bytes``, so
+``recall`` can answer in parts that are never cut), and images go into one user-role message after
+the results.
 """
 
 from __future__ import annotations
