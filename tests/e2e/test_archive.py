@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 
+from i_core.call_ids import cite_ids
 from i_protocol.jsonsafe import loads_safe
 from i_scripted import ScriptedModel
 
@@ -101,7 +102,7 @@ def test_after_three_compactions_recall_returns_generation_one_byte_for_byte(i, 
         # The summary cites every generation's span and its tool call ids.
         summary = next(m for m in doc["messages"] if "_compaction" in m)["content"]
         for _n, a, b, ids in spans:
-            assert f"[span {a}-{b}] tool calls: {', '.join(ids)}" in summary
+            assert f"[span {a}-{b}] tool calls: {cite_ids(ids)}" in summary
         turns(i, project, [f"recall span={first}-{last}"])
         generation_one = before_first[1 : last + 1]
         got = recalled(agent.tool_results[-1])

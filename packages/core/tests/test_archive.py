@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from i_core.archive import Archive, Index, citation
+from i_core.call_ids import parse_cited_ids
 from i_core.compaction import summary_message, without_citation
 from i_core.errors import SessionError
 
@@ -129,8 +130,21 @@ def test_the_citation_stays_bounded_however_long_the_session() -> None:
     assert len(text) < 2000
     lines = text.splitlines()
     assert lines[1].startswith("[span 11-") and "earlier messages (tool call ids not listed)" in lines[1]
-    assert lines[-2].startswith("[span 2001-2010] tool calls: call_200_0, ") and lines[-2].endswith(" and 18 more")
+    assert lines[-2] == "[span 2001-2010] tool calls: call_200_{0..29}"  # all 30, as one run
     assert lines[-1] == "No longer archived (removed by the archive's size bound, or damaged): spans 1-10."
+
+
+def test_a_cited_span_names_every_tool_call_id_in_it() -> None:
+    # Provider ids are random: no run to compress, yet every one is cited (no "and N more"), even
+    # past the citation's bound for the newest span; an older span is cited whole or without ids.
+    ids = [f"call_{n:03d}x{'abcdefghij' * 2}" for n in range(55)]
+    spans = [[1, 1, 9, ["toolu_010", "toolu_011"]], [2, 10, 200, ids]]
+    lines = citation(Index(next_span=201, next_generation=3, size=1, spans=spans)).splitlines()
+    assert lines[1] == "[span 1-9] earlier messages (tool call ids not listed)"
+    head, _, listed = lines[2].partition(" tool calls: ")
+    assert head == "[span 10-200]" and parse_cited_ids(listed) == ids and len(lines) == 3
+    small = citation(Index(next_span=201, next_generation=3, size=1, spans=[spans[0], [2, 10, 200, ids[:20]]]))
+    assert small.splitlines()[1] == "[span 1-9] tool calls: toolu_010, toolu_011"
 
 
 def test_adjacent_generations_without_tool_calls_are_cited_as_one_span() -> None:
@@ -163,6 +177,8 @@ def test_the_citation_is_data_and_names_no_tool() -> None:
     text = citation(Index(next_span=13, next_generation=3, size=1, spans=spans, dropped=[[1, 2]]))
     assert "recall" not in text.lower()
     assert "[span 1-6] tool calls: call_1_0" in text and "[span 7-12]" in text
+    runs = citation(Index(next_span=13, next_generation=2, size=1, spans=[[1, 1, 12, [f"c_{n}" for n in range(9)]]]))
+    assert "recall" not in runs.lower() and "[span 1-12] tool calls: c_{0..8}" in runs
 
 
 def test_a_citation_of_an_earlier_core_is_taken_off_before_a_compaction() -> None:

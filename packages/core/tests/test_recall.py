@@ -1,7 +1,9 @@
-"""The ``recall`` built-in tool: spans, tool call ids, masking, the output cap, clear refusals."""
+"""The ``recall`` built-in tool: spans, tool call ids, masking, parts within the budget, clear refusals."""
 
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import Path
 
 import orjson
@@ -9,6 +11,7 @@ import pytest
 
 from i_core.archive import Generation
 from i_core.tools import BUILTIN_NAMES, FREE_TOOLS, ToolContext, ToolError, execute, prepare
+from i_core.tools.recall import PART_TEXT
 
 
 def context(tmp_path: Path, generations: list[Generation] | None, **extra) -> ToolContext:
@@ -74,18 +77,188 @@ def test_a_span_partly_outside_the_archive_says_what_is_recallable(tmp_path: Pat
         recall(ctx, tool_call_id="call_zz")
 
 
-def test_the_output_cap_cuts_at_a_message_and_says_how_to_get_the_rest(tmp_path: Path) -> None:
-    big = [{"role": "user", "content": f"message {n} " + "z" * 400} for n in range(10)]
-    ctx = context(tmp_path, [Generation(1, 1, big)], max_output_chars=2000)
-    out = recall(ctx, span="1-10")
-    assert len(out) <= 2000 + 200
-    shown = lines_of(out)
-    assert shown == {n + 1: big[n] for n in range(len(shown))} and 0 < len(shown) < 10
-    assert out.splitlines()[-1] == (
-        f'[output cap of 2000 characters reached; the rest: recall with span "{len(shown) + 1}-10"]'
+def parts_of(ctx: ToolContext, **arguments) -> list[tuple[str, str]]:
+    """Every part of one recall, following each part's next offset: (header, text) pairs."""
+    found = []
+    offset = None
+    while True:
+        extra = {} if offset is None else {"offset": offset}
+        out = recall(ctx, **arguments, **extra)
+        assert len(out.encode("utf-8")) <= min(ctx.output_bytes or ctx.max_output_chars, ctx.max_output_chars)
+        header, separator, text = out.partition(f"\n{PART_TEXT}\n")
+        assert separator, out[:300]
+        found.append((header, text))
+        match = re.search(r"next offset: (\d+) ", header)
+        if match is None:
+            assert "this is the last part" in header.splitlines()[0]
+            return found
+        offset = int(match.group(1))
+        assert len(found) < 1000
+
+
+def whole_text(messages: list[dict], first: int = 1) -> str:
+    """The recalled text of ``messages`` (no secrets in them): one ``[span N] {JSON}`` line each."""
+    return "\n".join(f"[span {n}] {orjson.dumps(m).decode()}" for n, m in enumerate(messages, start=first))
+
+
+def ranges_of(parts: list[tuple[str, str]]) -> list[tuple[int, int, int]]:
+    found = []
+    for header, _text in parts:
+        match = re.search(r"a part: characters \[(\d+), (\d+)\) of (\d+);", header)
+        assert match, header
+        found.append((int(match.group(1)), int(match.group(2)), int(match.group(3))))
+    return found
+
+
+JSON_ORIGINAL = orjson.dumps(
+    {"rows": [{"n": n, "name": "caf\u00e9 \u2615 \u65e5\u672c \U0001d11e", "quote": '"x"\n'} for n in range(700)]}
+).decode()
+CALL = {"id": "call_big", "type": "function", "function": {"name": "dump", "arguments": "{}"}}
+BIG = [
+    {"role": "assistant", "content": None, "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "call_big", "content": JSON_ORIGINAL},
+]
+
+
+def test_recalled_text_that_fits_comes_whole(tmp_path: Path) -> None:
+    ctx = context(tmp_path, [Generation(1, 1, MESSAGES)], output_bytes=5000)
+    out = recall(ctx, span="1-2")
+    assert PART_TEXT not in out and out == "archived messages 1-2:\n" + whole_text(MESSAGES[:2])
+
+
+def test_a_json_original_over_the_budget_comes_in_parts_that_join_to_it_exactly(tmp_path: Path) -> None:
+    ctx = context(tmp_path, [Generation(1, 3, BIG)], output_bytes=6000)
+    parts = parts_of(ctx, tool_call_id="call_big")
+    text = "".join(part for _header, part in parts)
+    assert text == whole_text(BIG, first=3)
+    assert len(parts) >= 10  # about 56 KB of UTF-8 in 6000-byte parts
+    assert lines_of("\n" + text)[4]["content"] == JSON_ORIGINAL
+    # The ranges are characters, contiguous from 0 to the total; each part's next offset is its end.
+    ranges = ranges_of(parts)
+    assert ranges[0][0] == 0 and ranges[-1][1] == ranges[-1][2] == len(text)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+    for (header, part), (start, end, _total) in zip(parts, ranges, strict=True):
+        assert len(part) == end - start
+        if end < len(text):
+            assert (
+                f'next offset: {end} (recall again with tool_call_id "call_big" and offset {end} for the rest)'
+                in header
+            )
+
+
+def test_a_message_split_across_parts_is_marked_on_both_sides(tmp_path: Path) -> None:
+    ctx = context(tmp_path, [Generation(1, 3, BIG)], output_bytes=6000)
+    parts = parts_of(ctx, tool_call_id="call_big")
+    first, middle, last = parts[0][0], parts[1][0], parts[-1][0]
+    assert "This part ends inside the message of span 4; the next part continues it." in first
+    assert "begins inside" not in first  # it starts with span 3, whole
+    assert "This part begins inside the message of span 4; its start is in the part before." in middle
+    assert "ends inside the message of span 4" in middle
+    assert "begins inside the message of span 4" in last and "ends inside" not in last
+
+
+def test_parts_end_at_a_message_boundary_when_one_is_near(tmp_path: Path) -> None:
+    small = [{"role": "user", "content": f"message {n} " + "z" * 300} for n in range(40)]
+    ctx = context(tmp_path, [Generation(1, 1, small)], output_bytes=2000)
+    parts = parts_of(ctx, span="1-40")
+    assert len(parts) > 5
+    assert all(text.endswith("\n") for _header, text in parts[:-1])
+    assert not any("inside the message" in header for header, _text in parts)
+    assert "".join(text for _header, text in parts) == whole_text(small)
+    assert 'recall again with span "1-40" and offset' in parts[0][0]
+
+
+def test_without_a_budget_the_output_cap_bounds_the_parts(tmp_path: Path) -> None:
+    ctx = context(tmp_path, [Generation(1, 3, BIG)], max_output_chars=20_000)
+    parts = parts_of(ctx, tool_call_id="call_big")
+    assert "".join(text for _header, text in parts) == whole_text(BIG, first=3)
+
+
+def test_an_offset_starts_a_part_there_and_counts_characters_not_bytes(tmp_path: Path) -> None:
+    ctx = context(tmp_path, [Generation(1, 3, BIG)], output_bytes=6000)
+    text = whole_text(BIG, first=3)
+    at = text.index("\U0001d11e")  # an astral character: one character, four bytes
+    out = recall(ctx, tool_call_id="call_big", offset=at)
+    header, _sep, part = out.partition(f"\n{PART_TEXT}\n")
+    assert part.startswith("\U0001d11e") and text[at:].startswith(part)
+    assert f"a part: characters [{at}, {at + len(part)}) of {len(text)};" in header
+    assert recall(ctx, tool_call_id="call_big", offset=float(at)) == out  # 12.0 is a whole number
+    # Asked with an offset, even text that fits comes as a part (the last).
+    small = context(tmp_path, [Generation(1, 1, MESSAGES)])
+    out = recall(small, span="1", offset=0)
+    total = len(whole_text(MESSAGES[:1]))
+    assert (
+        out.splitlines()[0]
+        == f"archived messages 1-1, a part: characters [0, {total}) of {total}; this is the last part"
     )
-    huge = context(tmp_path, [Generation(1, 1, [{"role": "user", "content": "w" * 5000}])], max_output_chars=1000)
-    assert "[... message cut at" in recall(huge, span="1")
+    assert out.endswith(f"{PART_TEXT}\n" + whole_text(MESSAGES[:1]))
+
+
+def test_masking_is_noted_in_every_part(tmp_path: Path) -> None:
+    secret = [{"role": "tool", "tool_call_id": "c", "content": "DB_PASS=S3cret_99\n" + "y" * 5000}]
+    parts = parts_of(context(tmp_path, [Generation(1, 1, secret)], output_bytes=1500), tool_call_id="c")
+    assert len(parts) > 2
+    assert all("[1 value(s) that look like secrets are masked]" in header for header, _text in parts)
+    assert "S3cret_99" not in "".join(text for _header, text in parts)
+
+
+@pytest.mark.parametrize(
+    ("offset", "message"),
+    [
+        (-1, r"offset must be 0 or more \(characters from the start\), got -1"),
+        (2.5, r"offset must be a whole number of characters .*got 2\.5"),
+        ("10", r"offset must be a whole number of characters .*got '10'"),
+        (True, r"offset must be a whole number of characters .*got True"),
+    ],
+)
+def test_a_bad_offset_is_refused_naming_the_problem(tmp_path: Path, offset: object, message: str) -> None:
+    with pytest.raises(ToolError, match=message):
+        recall(context(tmp_path, [Generation(1, 1, MESSAGES)]), span="1", offset=offset)
+
+
+def test_an_offset_beyond_the_end_is_refused_with_the_length(tmp_path: Path) -> None:
+    ctx = context(tmp_path, [Generation(1, 1, MESSAGES)])
+    total = len(whole_text(MESSAGES[:1]))
+    for offset in (total, total + 5000):
+        with pytest.raises(ToolError, match=rf"offset {offset} is beyond the end: the recalled text is {total} "):
+            recall(ctx, span="1", offset=offset)
+
+
+def test_a_budget_too_small_for_any_part_is_a_clear_error(tmp_path: Path) -> None:
+    ctx = context(tmp_path, [Generation(1, 3, BIG)], output_bytes=100)
+    with pytest.raises(ToolError, match=r"tool-output budget \(100 bytes\) leaves no room for a part"):
+        recall(ctx, tool_call_id="call_big")
+
+
+def test_the_pipeline_gives_recall_the_calls_budget_and_never_cuts_a_part(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from i_core.approval import ApprovalGate
+    from i_core.tool_calls import ToolPipeline
+
+    class Hooks:
+        def checked(self, event: str, data: dict[str, object]) -> object:
+            if event == "before_tool":
+                return data["name"], data["arguments"]
+            if event == "tool_approval":
+                return data["decision"]
+            return SimpleNamespace(output=data["output"], images=data["images"])
+
+    budget = SimpleNamespace(check=lambda *_a, **_k: SimpleNamespace(verdict=SimpleNamespace(per_call_bytes=4000)))
+    hooks = Hooks()
+    pipeline = ToolPipeline(
+        hooks,  # type: ignore[arg-type]
+        SimpleNamespace(tool=lambda name: None),  # type: ignore[arg-type]
+        context(tmp_path, [Generation(1, 3, BIG)]),
+        [],
+        ApprovalGate(hooks, lambda *_a: "n", None),  # type: ignore[arg-type]
+        budget,  # type: ignore[arg-type]
+    )
+    call = {"id": "c9", "type": "function", "function": {"name": "recall", "arguments": '{"tool_call_id": "call_big"}'}}
+    [result] = pipeline.run_batch([], [call])
+    assert "cut by the tool-output budget" not in result["content"]
+    assert len(result["content"].encode("utf-8")) <= 4000
+    assert "a part: characters [0, " in result["content"] and PART_TEXT in result["content"]
 
 
 @pytest.mark.parametrize(
@@ -99,6 +272,7 @@ def test_the_output_cap_cuts_at_a_message_and_says_how_to_get_the_rest(tmp_path:
         ({"span": "1-20000"}, "longer than 10000 messages"),
         ({"span": 5}, "argument 'span' must be a string"),
         ({"line": "1"}, "unknown argument"),
+        ({"span": "1", "offset": -3}, "offset must be 0 or more"),
     ],
 )
 def test_bad_arguments_are_refused_clearly(tmp_path: Path, arguments: dict, message: str) -> None:

@@ -3,8 +3,9 @@
 ``<session>.archive.jsonl`` holds one line per compaction (a *generation*): the original messages
 it replaced, numbered as *spans* — every message that ever entered the session's history (system
 prompt and compaction summaries aside) has a number, 1 first, that never changes. The summary of
-each compaction cites the spans still recallable and the tool call ids in them; the core's
-``recall`` tool returns the originals of a span or of a tool call id from here.
+each compaction cites the spans still recallable and every tool call id in them (compact form:
+``call_ids.cite_ids``); the core's ``recall`` tool returns the originals of a span or of a tool
+call id from here.
 
 Consistency with the session: the archive is written before the checkpoint that refers to it, and
 the session's ``meta["archive"]`` records the archive's size after the last committed generation.
@@ -27,14 +28,14 @@ from i_protocol.files import open_regular, set_aside
 from i_protocol.history import is_summary
 from i_protocol.jsonsafe import dumps_safe, loads_safe
 
+from .call_ids import cite_ids
 from .errors import SessionError, os_problem
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 """The archive's default size bound (config.json ``archive_max_bytes``): at it the oldest generations go."""
-MAX_CITED_CALLS = 12
-"""Tool call ids a summary cites per span; the rest are counted ("and 12 more")."""
 MAX_CITATION_CHARS = 1200
-"""About how long the citation may grow; beyond it older spans are cited as one range, without ids."""
+"""About how long the citation may grow; beyond it older spans are cited as one range, without ids
+(the newest span is always cited with every id it holds)."""
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,9 @@ def citation(index: Index) -> str:
     """What a summary cites of the archive, as data: the spans it covers, their tool call ids, what is gone.
 
     Bounded (``MAX_CITATION_CHARS``) whatever the session's length, since it rides in every
-    request: the newest spans are cited with their tool call ids, older ones as one range.
+    request: the newest spans are cited with every tool call id in them, in the compact form of
+    ``call_ids.cite_ids`` (``call_0_{2..40}``), older ones as one range. A span is cited with all
+    its ids or none.
     """
     if not index.spans and not index.dropped:
         return ""
@@ -237,8 +240,7 @@ def citation(index: Index) -> str:
         _number, first, last, ids = older[-1]
         line = _span(first, last)
         if ids:
-            more = f" and {len(ids) - MAX_CITED_CALLS} more" if len(ids) > MAX_CITED_CALLS else ""
-            line += f" tool calls: {', '.join(ids[:MAX_CITED_CALLS])}{more}"
+            line += f" tool calls: {cite_ids(ids)}"
         if cited and used + len(line) > MAX_CITATION_CHARS:
             break
         cited.insert(0, line)

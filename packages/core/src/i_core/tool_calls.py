@@ -3,13 +3,15 @@
 Per call: ``before_tool`` (may rename or rewrite the raw arguments) -> parse the arguments ->
 built-in or external tool -> the approval gate -> run -> ``after_tool``. Every failure becomes a
 tool error the model reads; nothing here ends the turn. Per batch: outputs are cut to the
-budget's per-call allowance, and images go into one user-role message after the results.
+budget's per-call allowance (which each built-in call is told, ``ToolContext.output_bytes``, so
+``recall`` can answer in parts that are never cut), and images go into one user-role message after
+the results.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -82,7 +84,7 @@ class ToolPipeline:
         results: list[dict[str, Any]] = []
         images: list[dict[str, Any]] = []
         for call in calls:
-            result = self.run_call(call)
+            result = self.run_call(call, limit)
             output = truncate_utf8(result.output, limit)
             parts: list[dict[str, Any]] = []
             problem = None
@@ -110,16 +112,19 @@ class ToolPipeline:
             results.append({"role": "user", "content": images})
         return results
 
-    def run_call(self, call: dict[str, Any]) -> CallResult:
-        """One tool call to its result; every failure becomes a tool error for the model."""
+    def run_call(self, call: dict[str, Any], output_bytes: int | None = None) -> CallResult:
+        """One tool call to its result; every failure becomes a tool error for the model.
+
+        ``output_bytes``: the call's tool-output budget, which a built-in tool may plan for (``recall``).
+        """
         name = call["function"]["name"]
         self.counts.asked.append(name)
         try:
-            return self._after(call, *self._run(call))
+            return self._after(call, *self._run(call, output_bytes))
         except (ToolError, WorkerFailure) as exc:
             return self._after(call, name, CallResult(f"error: {exc}", is_error=True))
 
-    def _run(self, call: dict[str, Any]) -> tuple[str, CallResult]:
+    def _run(self, call: dict[str, Any], output_bytes: int | None) -> tuple[str, CallResult]:
         from .tools import BUILTIN_NAMES, FREE_TOOLS, execute, prepare
 
         name, raw = call["function"]["name"], call["function"]["arguments"]
@@ -144,7 +149,8 @@ class ToolPipeline:
         self.counts.run.append(name)
         self.progress(f"running {name}")
         if prepared is not None:
-            done = execute(prepared, self.context)
+            context = self.context if output_bytes is None else replace(self.context, output_bytes=output_bytes)
+            done = execute(prepared, context)
             return name, CallResult(done.output, list(done.images), done.is_error)
         answer = self.hooks.tool(name, arguments)  # its images are checked (image parts only) by run_batch
         return name, CallResult(answer.output, answer.images, answer.is_error)

@@ -28,6 +28,9 @@ class ToolContext:
     env: dict[str, str] = field(default_factory=normal_env)
     shell_timeout: float = DEFAULT_SHELL_TIMEOUT
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    output_bytes: int | None = None
+    """UTF-8 bytes this call's output may take: the budget's per-call tool-output figure, which the core
+    cuts every result to (set per batch; ``recall`` comes in parts within it). None: not known."""
     pattern_deadline: float = DEFAULT_PATTERN_DEADLINE
     archived: Callable[[], list[Any]] | None = None
     """The session's archived generations (``archive.Generation``), read when ``recall`` asks; None: no session."""

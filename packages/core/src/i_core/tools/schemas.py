@@ -104,11 +104,19 @@ BUILTIN_SCHEMAS: list[dict[str, Any]] = [
     _schema(
         "recall",
         "Return the exact original messages that a compaction summary replaced. A summary cites them as data "
-        "after 'Archived originals': spans of message numbers ([span 12-40]) with the tool call ids in them. "
-        'Pass one span (a number or range, e.g. "12-40") or one cited tool call id. Read-only; secrets stay masked.',
+        "after 'Archived originals': spans of message numbers ([span 12-40]) with the tool call ids in them "
+        "(call_{3..5} stands for call_3, call_4, call_5; a quoted id is a JSON string). Pass one span (a number "
+        'or range, e.g. "12-40") or one cited tool call id. Text too long for one result comes in parts: each '
+        "names its character range and the next offset; call again with that offset for the rest. Read-only; "
+        "secrets stay masked.",
         {
             "span": {"type": "string", "description": 'A message number or range from the summary, e.g. "12-40".'},
             "tool_call_id": {"type": "string", "description": "A tool call id the summary cites."},
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Character to start from: the 'next offset' a part names. Default 0.",
+            },
         },
         [],
     ),
