@@ -47,10 +47,10 @@ REQUEST_MAX = 6_000
 """A later request larger than this keeps its head and tail (half each) verbatim."""
 REQUESTS_SHARE = 0.35
 """Share of the summary's room (after the state record) for the later requests."""
-ACTIONS_SHARE = 0.8
-"""Share of what is left after the requests for the action log (evidence takes the rest)."""
+ACTIONS_SHARE = 1.0
+"""Share of what is left after the requests for the action log (the evidence is already counted)."""
 ARGUMENT_WHOLE = 240
-NAMES_PER_RESULT = 24
+NAMES_PER_RESULT = 200
 """New names a result digest lists (a file read can hold hundreds)."""
 THOUGHT_CHARS = 200
 
@@ -63,7 +63,8 @@ _HARNESS = re.compile(
     r"|\[Request interrupted|Caveat: The messages below|This session is being continued from a previous conversation)"
 )
 _QUOTED = re.compile(r"(['\"`]).*?\1", re.S)
-_DIGITS = re.compile(r"\d+")
+_DIGITS = re.compile(r"(?<![\w.-])\d+(?![\w.-])")
+"""A number standing alone (``found 2 actions``), not digits inside an id or a path."""
 _RETURN_CODE = re.compile(r"(?im)<returncode>\s*(-?\d+)\s*</returncode>|^exit code:?\s*(-?\d+)|\[exit code (-?\d+)\]")
 _ERROR_LINE = re.compile(r"(?m)^.*(?:Error|Exception|Traceback|FAILED|error:|fatal:).*$")
 _EXCEPTION_LINE = re.compile(r"(?m)^[\w.]*(?:Error|Exception|Warning)\b:.*$")
@@ -105,7 +106,7 @@ def user_kinds(messages: list[dict[str, Any]]) -> dict[int, str]:
     texts = {i: request_text(messages[i]) for i in users}
     observed = sum(1 for i in users if _OBSERVATION.match(texts[i]))
     autonomous = observed * 2 >= len(users) > 1
-    seen: set[str] = set()
+    seen: dict[str, list[str]] = {}
     first_request = True
     for i in users:
         text = texts[i]
@@ -118,14 +119,15 @@ def user_kinds(messages: list[dict[str, Any]]) -> dict[int, str]:
             kinds[i] = "harness"
             continue
         key = " ".join(_DIGITS.sub("#", _QUOTED.sub("''", text)).split())
-        if key in seen:
+        named = names(text) if len(text) < 4000 else []
+        if seen.get(key) == named:  # the same words naming the same things: a repeat
             kinds[i] = "repeat"
         elif autonomous and not first_request:
-            kinds[i] = "repeat" if key in seen else "harness"
+            kinds[i] = "harness"
         else:
             kinds[i] = "request"
             first_request = False
-        seen.add(key)
+        seen.setdefault(key, named)
     return kinds
 
 
@@ -174,6 +176,7 @@ class Coding:
     requests: list[tuple[int, str]] = field(default_factory=list)
     repeats: Counter[str] = field(default_factory=Counter)
     carried_log: list[str] = field(default_factory=list)
+    carried_moved: int = 0
     actions: list[Action] = field(default_factory=list)
     kinds: dict[int, str] = field(default_factory=dict)
 
@@ -341,6 +344,23 @@ def _command_lines(script: str) -> list[str]:
 
 # -- carrying an earlier summary -------------------------------------------------------------
 
+_CARRIED = ("Requests", "Harness messages", "Action log")
+
+
+def carried_bytes(text: str) -> int:
+    """UTF-8 bytes of an earlier summary's requests and action log (carried like its record)."""
+    if "\n## " not in text:
+        return 0
+    total = 0
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            inside = line[3:].startswith(_CARRIED)
+        if inside:
+            total += _bytes(line) + 1
+    return total
+
+
 
 def _carry(text: str, coding: Coding) -> None:
     for number, part, body in _BLOCK.findall(text):
@@ -352,8 +372,12 @@ def _carry(text: str, coding: Coding) -> None:
     for line in text.splitlines():
         if line.startswith("## "):
             current = line[3:].strip()
-        elif current == "Action log" and line:
-            coding.carried_log.append(line)
+        elif current == "Action log" and line and not line.startswith("([n]:"):
+            moved = _MOVED.match(line)
+            if moved:
+                coding.carried_moved += int(moved.group(1))
+            else:
+                coding.carried_log.append(line)
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -377,6 +401,14 @@ def _block(number: int, text: str, limit: int) -> str:
         f" recall message [{number}] …)\n"
         f'{_OPEN} n="{number}" part="tail">\n{tail}\n{_CLOSE}'
     )
+
+
+def verbatim_texts(coding: Coding) -> list[str]:
+    """The texts the sections hold whole whatever the room: the statement and the latest request."""
+    texts = [coding.statement] if coding.statement is not None and _bytes(coding.statement) <= STATEMENT_MAX else []
+    if coding.requests and _bytes(coding.requests[-1][1]) <= REQUEST_MAX:
+        texts.append(coding.requests[-1][1])
+    return texts
 
 
 def statement_size(messages: list[dict[str, Any]]) -> tuple[int, int]:
@@ -449,8 +481,9 @@ def _requests(coding: Coding, share: int) -> str:
     cited: list[int] = []
     used = 0
     for number, text in reversed(coding.requests):
-        block = _block(number, text, min(REQUEST_MAX, max(0, share - 200)))
-        if used + _bytes(block) > share:
+        newest = not chosen and not cited
+        block = _block(number, text, REQUEST_MAX if newest else min(REQUEST_MAX, max(0, share - 200)))
+        if used + _bytes(block) > share and not newest:
             cited.append(number)
             continue
         chosen.insert(0, block)
@@ -466,33 +499,52 @@ def _requests(coding: Coding, share: int) -> str:
         repeats += [f"- {count}x “{text[:120]}”" for text, count in coding.repeats.most_common(8)]
         if _bytes("\n".join(lines + repeats)) <= share:
             lines += repeats
-    return "\n".join(lines) if _bytes("\n".join(lines)) <= share else ""
+    return "\n".join(lines)
+
+
+_LOG_HEAD = (
+    "## Action log\n([n]: the n-th message of the span this summary replaced; `recall X`: the tool call id"
+    " or message that recall returns; oldest first)"
+)
+_MOVED = re.compile(r"^- \((\d+) older entries are in the span")
 
 
 def _log(coding: Coding, share: int) -> str:
+    """The log within ``share`` bytes: ``seen:`` lines go first, then ``names:`` lines, then whole
+    entries, oldest first in each pass, carried entries and new ones alike."""
     if not coding.actions and not coding.carried_log:
         return ""
-    head = (
-        "## Action log\n([n]: the n-th message of the span this summary replaced; `recall X`: the tool call id"
-        " or message that recall returns; oldest first)"
-    )
-    entries = [*coding.carried_log]
-    rendered = [a.render(2) for a in coding.actions]
-    text = "\n".join([head, *entries, *rendered])
-    if _bytes(text) <= share:
-        return text
-    for level in (1, 0):  # what results showed goes first, then the names typed; oldest first
-        for position, action in enumerate(coding.actions):
-            rendered[position] = action.render(level)
-            if _bytes("\n".join([head, *entries, *rendered])) <= share:
-                return "\n".join([head, *entries, *rendered])
-    if _bytes(head + "\n" + _moved(len(entries) + len(rendered))) * 2 > share:
+    lines = [*coding.carried_log]
+    for action in coding.actions:
+        lines += action.render(2).split("\n")
+    moved = coding.carried_moved
+    total = _bytes(_LOG_HEAD) + sum(_bytes(line) + 1 for line in lines) + (len(_moved(moved)) + 1 if moved else 0)
+    for prefix in ("  seen: ", "  names: "):
+        if total <= share:
+            break
+        kept: list[str] = []
+        for position, line in enumerate(lines):
+            if total > share and line.startswith(prefix):
+                total -= _bytes(line) + 1
+            else:
+                kept.append(line)
+            if total <= share:
+                kept += lines[position + 1 :]
+                break
+        lines = kept
+    if total <= share:
+        return "\n".join([_LOG_HEAD, *([_moved(moved)] if moved else []), *lines])
+    if _bytes(_LOG_HEAD) + 2 * _bytes(_moved(moved + len(lines))) > share:
         return ""  # too little room for a log: the span holds every action
-    moved = 0
-    while (entries or rendered) and _bytes("\n".join([head, _moved(moved), *entries, *rendered])) > share:
-        (entries or rendered).pop(0)
+    start = 0
+    while start < len(lines) and total + _bytes(_moved(moved)) + 1 > share:
+        end = start + 1
+        while end < len(lines) and not lines[end].startswith("- "):
+            end += 1
+        total -= sum(_bytes(line) + 1 for line in lines[start:end])
         moved += 1
-    return "\n".join([head, _moved(moved), *entries, *rendered])
+        start = end
+    return "\n".join([_LOG_HEAD, _moved(moved), *lines[start:]])
 
 
 def _moved(count: int) -> str:

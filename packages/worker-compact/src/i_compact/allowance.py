@@ -20,7 +20,7 @@ MIN_SUMMARY_TOKENS = 256
 CANONICAL_BYTES = len(canonical(""))
 """The ``<continuation_summary>`` tags around a summary body, in UTF-8 bytes."""
 LOCAL_MIN_CHARS = 1000
-LOCAL_REDUCTION = 4  # the local summary aims at no more than a quarter of what it replaces (issue 30)
+LOCAL_REDUCTION = 3  # the local summary aims at no more than a quarter of what it replaces (issue 30)
 LOCAL_CRITICAL_MAX = 96_000  # a coding session's action log: about 25k tokens at most (issue 30)
 LOCAL_FLOOR = 200
 """The smallest local bound (bytes): room for a state record with a short request and counts."""
@@ -173,11 +173,16 @@ def local_bounds(messages: list[dict[str, Any]], configured: int, prefix: int | 
 
 
 def carried_record(head: list[dict[str, Any]]) -> int:
-    """UTF-8 bytes of the state record of the summary at the head of a prefix (0 without one)."""
+    """UTF-8 bytes of the state record and the coding sections of the summary at the head of a
+    prefix (0 without one)."""
     if not head or not is_summary(head[0]):
         return 0
-    record = record_text(text_of(head[0]))
-    return len(record.encode("utf-8", "surrogatepass")) if record is not None else 0
+    from .actions import carried_bytes
+
+    text = text_of(head[0])
+    record = record_text(text)
+    # The coding sections (requests, action log) are carried like the record (issue 30).
+    return (len(record.encode("utf-8", "surrogatepass")) if record is not None else 0) + carried_bytes(text)
 
 
 def bounds_for_prefix(prefix: int, configured: int, carried: int = 0) -> tuple[int, int]:

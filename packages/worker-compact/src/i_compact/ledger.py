@@ -187,14 +187,10 @@ def build(messages: list[dict[str, Any]], analysis: Analysis) -> Ledger:
                 continue
             if "_context" in message or is_attachment(messages, index):
                 continue  # a memory/skills snapshot or a tool's image: data, not the user's words
-            kind = kinds.get(index, "request")
-            if kind in ("observation", "harness"):  # what a harness sends in the user role: data
+            if kinds.get(index, "request") != "request":  # a harness's observation, note or repeat: data
                 data_pieces.append(text_of(message))
                 continue
-            request = new.request
             _user(message, new, pieces)
-            if kind == "repeat":  # its constraints and ids count, but a repeat is never the request
-                new.request = request
         elif role == "assistant":
             pieces.append(text_of(message))  # the scan redacts a text that names a secret
             for call in message.get("tool_calls") or []:
@@ -230,16 +226,17 @@ def _user(message: dict[str, Any], ledger: Ledger, pieces: list[str]) -> None:
         return
     text = quote(raw)
     pieces.append(identifiers.Redacted(text))
-    ledger.request = _head(text, REQUEST_MAX, ledger, "request_chars")
+    ledger.request = head(text, REQUEST_MAX, ledger, "request_chars")
     for sentence in _SENTENCE.split(text[:20000]):
         sentence = sentence.strip()
         if sentence and _CONSTRAINT.search(sentence):
-            quoted = _head(sentence, CONSTRAINT_MAX, ledger, "constraint_chars")
+            quoted = head(sentence, CONSTRAINT_MAX, ledger, "constraint_chars")
             if quoted not in ledger.constraints:
                 ledger.constraints.append(quoted)
 
 
-def _head(text: str, limit: int, ledger: Ledger, kind: str) -> str:
+def head(text: str, limit: int, ledger: Ledger, kind: str) -> str:
+    """``text`` within ``limit`` characters; what it drops is counted in ``ledger.dropped[kind]``."""
     if len(text) <= limit:
         return text
     ledger.dropped[kind] = ledger.dropped.get(kind, 0) + len(text) - limit

@@ -59,6 +59,10 @@ _RESULT_REFS = " in the output of {name} call {call_id}"
 _RESULT_QUOTE = "{name} call {call_id}: "
 """How a tool result's quoted error line starts (its spaces are the template's when the names have none)."""
 _QUOTE = 240
+RECORD_REQUEST_HEAD = 600
+"""The record's request when the Requests or Task statement section holds it whole (characters)."""
+EVIDENCE_SHARE = 0.2
+"""With coding work, the most of the room (after the record) that the evidence sections may take."""
 RECORD_SHARE = 0.4
 """Share of the room the state record may take when there is coding work to log (:mod:`actions`)."""
 EVIDENCE_RESERVE = 400
@@ -109,14 +113,21 @@ def local_summary(
     room = limit - _bytes(header) - 2
     reserve = min(EVIDENCE_RESERVE, limit // 10) if limit >= EVIDENCE_MIN_BOUND else 0
     ledger = facts.build(messages, analysis)
+    shown = actions.verbatim_texts(coding) if statement_on_top else []
+    start = ledger.request[:200]
+    if start and any(text.startswith(start) for text in shown):  # whole below: the record keeps its head
+        ledger.request = facts.head(ledger.request, RECORD_REQUEST_HEAD, ledger, "request_chars")
     share = int(room * RECORD_SHARE) if coding.actions or coding.requests else room
     record = render_shared(ledger, share, max(0, room - reserve))
     room -= _bytes(record) + 1
-    statement = actions.statement_bytes(coding) if statement_on_top else 0
+    sections = _evidence(messages, analysis, images)
+    if not (coding.actions or coding.requests):
+        evidence = _evidence_text(sections, min(max_chars, room))
+        return "\n".join(part for part in (header, record, evidence) if part)
+    # Coding work: evidence takes what it needs up to its share, the coding sections the rest.
+    evidence = _evidence_text(sections, min(max_chars, int(room * EVIDENCE_SHARE)))
+    room -= _bytes(evidence) + 1 if evidence else 0
     work = actions.render(coding, room, actions.STATEMENT_MAX if statement_on_top else max(0, room // 2))
-    room -= _bytes(work) + 1 if work else 0
-    left = min(max_chars, room + statement)
-    evidence = _evidence_text(_evidence(messages, analysis, images), left)
     return "\n".join(part for part in (header, record, work, evidence) if part)
 
 

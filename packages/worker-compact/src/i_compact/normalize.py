@@ -93,7 +93,23 @@ def canonical(body: str) -> str:
 def _clean_body(text: str) -> str:
     text = _FRAGMENT.sub("", text)
     text = _strip_outer_fence(text.strip())
-    return _BLANKS.sub("\n\n", text).strip()
+    return _fold_blanks(text).strip()
+
+
+_VERBATIM = re.compile(r'<user_request n="\d+"(?: part="[a-z]+")?>\n.*?\n</user_request>', re.S)
+
+
+def _fold_blanks(text: str) -> str:
+    """Runs of blank lines folded to one, except inside a verbatim request (``actions``)."""
+    if "<user_request" not in text:
+        return _BLANKS.sub("\n\n", text)
+    out: list[str] = []
+    last = 0
+    for match in _VERBATIM.finditer(text):
+        out += [_BLANKS.sub("\n\n", text[last : match.start()]), match.group(0)]
+        last = match.end()
+    out.append(_BLANKS.sub("\n\n", text[last:]))
+    return "".join(out)
 
 
 def _strip_outer_fence(text: str) -> str:
