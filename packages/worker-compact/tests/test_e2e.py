@@ -113,6 +113,8 @@ def last_attempt(dirs: dict[str, str]) -> dict[str, Any]:
 
 
 def test_model_mode_flow(spawn: Any, dirs: dict[str, str], tmp_path: Path) -> None:
+    # The model's text, checked and carried forward, without the coding sections (test_actions.py).
+    Path(dirs["config_dir"], "compact.json").write_text('{"model_sections": false}')
     worker = spawn()
     history = long_history()
     project = tmp_path / "proj"

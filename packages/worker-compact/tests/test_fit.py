@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 from builders import assistant, system, tool, user
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -90,6 +91,7 @@ def small_history() -> list[dict[str, Any]]:
 
 
 def test_keep_recent_is_kept_when_its_candidate_fits(dirs: dict[str, str]) -> None:
+    Path(dirs["config_dir"], "compact.json").write_text('{"model_sections": false}')
     history = small_history()
     without = plan(dirs, history, {**budget_result(history, 100000), "cut_estimates": None})
     data = plan(dirs, history, budget_result(history, 100000))
@@ -373,3 +375,18 @@ def test_a_window_with_room_keeps_the_full_reserve_and_no_cap(dirs: dict[str, st
         dirs,
     )["data"]
     assert "max_tokens" not in prepared and "words (it is cut off" not in prepared["prompt"]
+
+
+def test_model_mode_plans_the_coding_sections_on_top_of_the_reply(dirs: dict[str, str]) -> None:
+    history = small_history()
+    data = plan(dirs, history, budget_result(history, 100000))
+    cut = data["cut"]
+    candidate = data["state"]["lastAttempt"]["fit"]["keepRecentCandidate"]
+    _, critical = bounds_for_prefix(data["state"]["sizes"]["prefix"], 8000)
+    _, statement = statement_size(history[1:])
+    sections = critical + statement
+    assert candidate["summaryAllowance"] == model_allowance() + math.ceil(sections * RATE)
+    assert data["state"]["sections_max_bytes"] == pytest.approx(sections, abs=4)
+    prepared = call("before_compact", {"messages": history[1:cut], "cut": cut, "state": data["state"]}, dirs)["data"]
+    assert "## Task statement" in prepared["state"]["sections"]
+    assert len(prepared["state"]["sections"].encode()) <= sections

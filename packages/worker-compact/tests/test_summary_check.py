@@ -41,7 +41,9 @@ def call(event: str, data: dict[str, Any], dirs: dict[str, str]) -> dict[str, An
 
 
 def prepared(dirs: dict[str, str], room: dict[str, Any] | None = ROOM) -> dict[str, Any]:
-    Path(dirs["config_dir"], "compact.json").write_text(json.dumps({"cache": False}))
+    # The repair and carry-forward mechanism of a model's own text: without the coding sections
+    # (``model_sections``), which would keep these facts themselves (test_actions.py).
+    Path(dirs["config_dir"], "compact.json").write_text(json.dumps({"cache": False, "model_sections": False}))
     state = {"request": room} if room else {}
     return call("before_compact", {"messages": history()[1:6], "cut": 6, "state": state, "model": "m"}, dirs)
 

@@ -361,7 +361,6 @@ def carried_bytes(text: str) -> int:
     return total
 
 
-
 def _carry(text: str, coding: Coding) -> None:
     for number, part, body in _BLOCK.findall(text):
         if coding.statement is None:

@@ -20,7 +20,7 @@ MIN_SUMMARY_TOKENS = 256
 CANONICAL_BYTES = len(canonical(""))
 """The ``<continuation_summary>`` tags around a summary body, in UTF-8 bytes."""
 LOCAL_MIN_CHARS = 1000
-LOCAL_REDUCTION = 3  # the local summary aims at no more than a quarter of what it replaces (issue 30)
+LOCAL_REDUCTION = 3  # the local summary aims at no more than a third of what it replaces (issue 30)
 LOCAL_CRITICAL_MAX = 96_000  # a coding session's action log: about 25k tokens at most (issue 30)
 LOCAL_FLOOR = 200
 """The smallest local bound (bytes): room for a state record with a short request and counts."""
@@ -50,27 +50,66 @@ def fit_budget(
     if not count(capacity):
         return None
     if config.mode == "model":
-        return _model_fit_budget(capacity, budget_result.get("output_reserve"), estimates)
+        sections = _sections_bytes(config, sizes, history)
+        return _model_fit_budget(capacity, budget_result.get("output_reserve"), estimates, sections)
     return _local_fit_budget(config, capacity, estimates, sizes, history, squeeze)
 
 
-def _model_fit_budget(capacity: int, reserve: Any, estimates: Any) -> Any:
+def _sections_bytes(config: CompactConfig, sizes: list[int], history: list[dict[str, Any]]) -> Any:
+    """Bytes of the coding sections a cut's summary carries: the local bound, the statement on top."""
+    from .actions import statement_size
+
+    if not config.model_sections:
+        return lambda cut: 0
+    prefix = [0] * (len(sizes) + 1)
+    for index in range(1, len(sizes)):
+        prefix[index + 1] = prefix[index] + sizes[index]
+    carried = carried_record(history[1:2])
+    statement_at, statement = statement_size(history[1:])
+
+    def sections(cut: int) -> int:
+        _, critical = bounds_for_prefix(prefix[min(cut, len(sizes))], config.local_max_chars, carried)
+        return critical + (statement if 0 <= statement_at < cut - 1 else 0)
+
+    return sections
+
+
+def _model_fit_budget(capacity: int, reserve: Any, estimates: Any, sections: Any) -> Any:
     from .fit import FitBudget, summary_tokens
 
     if not count(reserve):
         return None
-    tags = summary_tokens(CANONICAL_BYTES, estimates.tokens_per_byte)
+    rate = estimates.tokens_per_byte
+    tags = summary_tokens(CANONICAL_BYTES, rate)
     floor = min(reserve, max(MIN_SUMMARY_TOKENS, capacity // 8))
 
     def model_allowance(cut: int) -> int:
         # A model summary is at most its reply's max tokens. In a small window the full reply
         # reserve may not fit beside the suffix: the summary then gets the room that is left
-        # (never below the floor), and before_compact caps the summary reply at it.
+        # (never below the floor), and before_compact caps the summary reply at it. Where the
+        # room allows, the coding sections (requests, action log) come on top (issue 30).
         suffix = estimates.suffix.get(cut)
         room = capacity - estimates.fixed_tokens - tags - (suffix if suffix is not None else capacity)
+        extra = summary_tokens(sections(cut), rate)
+        if room >= reserve + extra:
+            return int(tags + reserve + extra)
         return int(tags + max(floor, min(reserve, room)))
 
     return FitBudget(capacity, estimates, model_allowance)
+
+
+def sections_max_bytes(state: CompactState, choice: Any, budget_result: dict[str, Any] | None) -> int | None:
+    """Model mode: the bytes the plan allowed the coding sections beside the full reply (0: no room;
+    None: the plan had no estimates to fit, and the sections take the local bound)."""
+    if state.mode != "model" or not isinstance(budget_result, dict):
+        return None
+    allowance = _planned_allowance(choice)
+    reserve = budget_result.get("output_reserve")
+    tokens_per_byte = (choice.info or {}).get("tokensPerByte") or 1.0
+    if not count(allowance) or not count(reserve) or tokens_per_byte <= 0:
+        return None
+    extra = allowance - summary_tokens_of_tags(tokens_per_byte) - reserve
+    return int(extra / tokens_per_byte) if extra > 0 else 0
 
 
 def _local_fit_budget(

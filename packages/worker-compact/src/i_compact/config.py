@@ -18,7 +18,7 @@ PROMPT_MAX_CHARS = 32000
 LOCAL_MAX_CHARS_RANGE = (1000, 32000)
 IMAGE_MODES = ("keep", "omit", "describe")
 MODES = ("model", "local")
-KNOWN_FIELDS = ("enabled", "keep_recent", "images", "prompt", "mode", "local_max_chars", "cache")
+KNOWN_FIELDS = ("enabled", "keep_recent", "images", "prompt", "mode", "local_max_chars", "cache", "model_sections")
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class CompactConfig:
     mode: str = "model"
     local_max_chars: int = 8000
     cache: bool = True
+    model_sections: bool = True
+    """Model mode appends the coding sections (task statement, requests, action log) to the reply."""
     source: str = "defaults"
 
 
@@ -67,6 +69,9 @@ def parse_config(config: WorkerConfig) -> CompactConfig:
     cache = data.get("cache", True)
     if not isinstance(cache, bool):
         raise WorkerError(f"{where}: cache must be true or false, got {cache!r}")
+    model_sections = data.get("model_sections", True)
+    if not isinstance(model_sections, bool):
+        raise WorkerError(f"{where}: model_sections must be true or false, got {model_sections!r}")
     prompt = data.get("prompt")
     prompt_path = None
     if prompt is not None:
@@ -81,6 +86,7 @@ def parse_config(config: WorkerConfig) -> CompactConfig:
         mode=mode,
         local_max_chars=local_max,
         cache=cache,
+        model_sections=model_sections,
         source=config.path or "defaults",
     )
 

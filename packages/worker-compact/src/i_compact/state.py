@@ -53,6 +53,10 @@ class CompactState:
     local_max_bytes: int | None = None
     sizes: dict[str, Any] | None = None
     ledger: str | None = None
+    sections_max_bytes: int | None = None
+    """Model mode: the room the plan left for the coding sections beside the reply (issue 30)."""
+    sections: str | None = None
+    """Model mode: the coding sections (``actions``) appended to the model's summary."""
     """The prefix's state record, as text."""
     prompt_source: str | None = None
     transcript: dict[str, Any] | None = None
@@ -121,6 +125,8 @@ _KINDS: dict[str, type | str] = {
     "local_max_bytes": "count",
     "sizes": dict,
     "ledger": str,
+    "sections_max_bytes": "count",
+    "sections": str,
     "prompt_source": str,
     "transcript": dict,
     "cache_key": str,

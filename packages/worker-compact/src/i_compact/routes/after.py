@@ -36,14 +36,17 @@ def after_compact(data: dict[str, Any], request: Request, worker_line: str) -> d
     assert normalized is not None
     round_number = data.get("round")
     check: dict[str, Any] | None = None
+    sections = state.sections if not own else None
     if ledger_text is not None:
-        outcome = _checked(normalized.body, ledger_text, own, state, round_number)
+        outcome = _checked(normalized.body, ledger_text, own, state, round_number, sections)
         if isinstance(outcome, dict):  # one more request, naming what is missing
             out = {k: v for k, v in data.items() if k != "summary"}
             out["request"] = outcome
             out["state"] = state.to_json()
             return out
         final, check = outcome
+    elif sections:
+        final = canonical(f"{normalized.body}\n\n{sections}")
     if state.cache_key and not state.cache_hit:
         _store_cached(request, state.cache_key, final)
     state.last_attempt = diag.attempt(
@@ -87,7 +90,7 @@ def _empty_summary(request: Request, state: CompactState, summary: Any) -> None:
 
 
 def _checked(
-    body: str, ledger_text: str, own: bool, state: CompactState, round_number: Any
+    body: str, ledger_text: str, own: bool, state: CompactState, round_number: Any, sections: str | None = None
 ) -> dict[str, Any] | tuple[str, dict[str, Any]]:
     """A repair ``request``, or the final summary (carried-forward facts, the record) and the
     check's diagnostics. ``own``: the summary already carries this very record (local route)."""
@@ -105,12 +108,15 @@ def _checked(
     room = record_room(state, body)
     record_block = render(ledger, room)
     ledger = parse_record(record_block) or ledger
-    missing = summary_check.missing(body, ledger)
+    reply = body = _neutral(body) if sections else body
+    # The worker's own sections come after the reply (and what it carries forward): what they
+    # keep need not be repaired (issue 30).
+    missing = summary_check.missing(f"{body}\n\n{sections}" if sections else body, ledger)
     progress = state.check or {}
     first = progress.get("missing") if isinstance(progress.get("missing"), list) else None
     if missing and count(round_number) and round_number <= summary_check.REPAIR_ROUNDS and first is None:
         repair = summary_check.repair_request(missing)
-        if summary_check.fits(repair, body, state.request):
+        if summary_check.fits(repair, reply, state.request):
             state.check = {"missing": [f"{label}: {text}"[:300] for label, text in missing][:200]}
             state.check["missingCount"] = len(missing)
             return repair
@@ -131,7 +137,14 @@ def _checked(
         "carriedForward": len(missing),
     }
     record["recordBytes"] = len(record_block.encode("utf-8", "surrogatepass"))
+    if sections:
+        body = f"{body}\n\n{sections}"
     return canonical(f"{body}\n\n{record_block}"), record
+
+
+def _neutral(body: str) -> str:
+    """A model's text cannot open a verbatim request block or an action log of its own."""
+    return body.replace("user_request", "user-request").replace("## Action log", "## Action-log")
 
 
 def _store_cached(request: Request, key: str, summary: str) -> None:

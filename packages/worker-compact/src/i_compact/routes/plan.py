@@ -9,7 +9,13 @@ from typing import Any
 from i_protocol import Request
 
 from .. import diagnostics as diag
-from ..allowance import PREVIOUS_SUMMARY_MAX, fit_budget, local_max_bytes, summary_max_tokens
+from ..allowance import (
+    PREVIOUS_SUMMARY_MAX,
+    fit_budget,
+    local_max_bytes,
+    sections_max_bytes,
+    summary_max_tokens,
+)
 from ..config import CompactConfig, image_mode
 from ..errors import CompactError
 from ..failure import count, fail, load_config
@@ -161,6 +167,7 @@ def _planned(out: dict[str, Any], plan: _Plan, choice: Any) -> dict[str, Any]:
     state, sizes, budget_result = plan.state, plan.sizes, plan.budget_result
     state.cut = cut
     state.summary_max_tokens = summary_max_tokens(state, choice, budget_result)
+    state.sections_max_bytes = sections_max_bytes(state, choice, budget_result)
     state.local_max_bytes = local_max_bytes(state, choice)
     state.sizes = {
         "system": sizes[0] if sizes else 0,
