@@ -83,6 +83,8 @@ _NAME = re.compile(
     r"|(?<!\w)_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*(?!\w)"
     r"|(?<!\w)(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][A-Za-z0-9]*)+)(?!\w)"
     r"|(?<![\w#])#\d{2,}(?!\w)"
+    r"|(?<![\w-])(?=[A-Z0-9]*[A-Z])(?=[A-Z0-9]*\d)[A-Z0-9]{5,}(?![\w-])"  # codes: HAT202, X7BYG1
+    r"|(?<![\w-])\d{4}-\d{2}-\d{2}(?![\w-])"  # dates
 )
 _ERROR_NAME = re.compile(r"[A-Z]\w*(?:Error|Exception|Warning)$")
 _OPEN = "<user_request"
@@ -465,7 +467,11 @@ def render(coding: Coding, room: int, statement_limit: int) -> str:
         if not strict or _bytes(statement) <= room:
             parts.append(statement)
             room -= _bytes(statement) + 1 if strict else 0
-    requests = _requests(coding, int(room * REQUESTS_SHARE))
+    # The requests are sure of their share; what the log does not need, they may take too.
+    requests = _requests(coding, room)
+    if _bytes(requests) > room * REQUESTS_SHARE:
+        log = _log(coding, max(0, int(room * (1 - REQUESTS_SHARE))))
+        requests = _requests(coding, room - _bytes(log) - 1 if log else room)
     if requests and _bytes(requests) <= room:
         parts.append(requests)
         room -= _bytes(requests) + 1
@@ -509,8 +515,8 @@ _MOVED = re.compile(r"^- \((\d+) older entries are in the span")
 
 
 def _log(coding: Coding, share: int) -> str:
-    """The log within ``share`` bytes: ``seen:`` lines go first, then ``names:`` lines, then whole
-    entries, oldest first in each pass, carried entries and new ones alike."""
+    """The log within ``share`` bytes: ``seen:`` lines go first, then ``names:`` lines, then result
+    digests, then whole entries, oldest first in each pass, carried entries and new ones alike."""
     if not coding.actions and not coding.carried_log:
         return ""
     lines = [*coding.carried_log]
@@ -518,7 +524,7 @@ def _log(coding: Coding, share: int) -> str:
         lines += action.render(2).split("\n")
     moved = coding.carried_moved
     total = _bytes(_LOG_HEAD) + sum(_bytes(line) + 1 for line in lines) + (len(_moved(moved)) + 1 if moved else 0)
-    for prefix in ("  seen: ", "  names: "):
+    for prefix in ("  seen: ", "  names: ", "  → "):
         if total <= share:
             break
         kept: list[str] = []
