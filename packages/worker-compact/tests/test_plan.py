@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from i_compact.history import boundaries, is_real_user
-from i_compact.plan import choose_cut, is_valid_cut
+from i_compact.plan import NO_USER_ALIGNED, CutChoice, choose_cut, is_valid_cut
 
 
 def batch(i: int, n_calls: int = 1) -> list[dict[str, Any]]:
@@ -20,19 +20,19 @@ def batch(i: int, n_calls: int = 1) -> list[dict[str, Any]]:
 def test_cut_prefers_latest_real_user_boundary() -> None:
     history = [
         system(),
-        user("task 1"),
+        user("port the lexer"),
         assistant("a"),
-        user("task 2"),
+        user("now the parser"),
         assistant("b"),
         *batch(1),
         assistant("c"),
-        user("task 3"),
+        user("then the docs"),
         assistant("d"),
         assistant("e"),
         assistant("f"),
     ]
     choice = choose_cut(history, keep_recent=4)
-    assert choice.cut == 8 and history[8]["content"] == "task 3" and choice.alignment == "user"
+    assert choice.cut == 8 and history[8]["content"] == "then the docs" and choice.alignment == "user"
 
 
 def test_keep_recent_is_a_minimum() -> None:
@@ -53,7 +53,27 @@ def test_falls_back_to_assistant_boundary_when_user_cut_compacts_too_little() ->
     history = [system(), user("only request")] + [m for i in range(20) for m in batch(i)] + [assistant("done")]
     choice = choose_cut(history, keep_recent=4)
     assert choice.cut is not None and history[choice.cut]["role"] == "assistant"
-    assert choice.alignment == "assistant"
+    assert choice.alignment == NO_USER_ALIGNED  # one request, no later user message: its own code
+
+
+def test_an_autonomous_run_is_cut_at_an_assistant_step_and_a_repeat_never_pins_the_cut() -> None:
+    history = [system(), user("Fix the bug; submit with `echo DONE`.")]
+    for step in range(12):
+        history += [assistant(f"THOUGHT: step {step}\n\n```bash\nls dir_{step}\n```")]
+        history += [user(f"<returncode>0</returncode>\n<output>\nfile_{step}\n</output>")]
+    history[9] = user("Please always provide EXACTLY ONE action in triple backticks, found 2 actions.")
+    history[17] = user("Please always provide EXACTLY ONE action in triple backticks, found 0 actions.")
+    choice = choose_cut(history, keep_recent=4)
+    assert choice.cut is not None and history[choice.cut]["role"] == "assistant"
+    assert choice.alignment == NO_USER_ALIGNED
+    assert len(history) - choice.cut in (4, 5)  # the newest assistant step that keeps keep_recent
+    # In a conversation, a repeated reply ("continue" at 6) is not a user-aligned anchor either:
+    # the cut is the keep_recent one (7), not the repeat's (6).
+    chat = [system(), user("port the lexer"), assistant("a"), user("continue"), assistant("b"), assistant("c")]
+    chat += [user("continue"), assistant("d"), assistant("e"), assistant("f"), assistant("g")]
+    assert choose_cut(chat, keep_recent=4) == CutChoice(7, "", "assistant")
+    distinct = [*chat[:6], user("now the parser"), *chat[7:]]
+    assert choose_cut(distinct, keep_recent=4) == CutChoice(6, "", "user")
 
 
 def test_declines_when_nothing_but_a_previous_summary_would_be_summarised() -> None:

@@ -38,14 +38,31 @@ def boundaries(history: list[dict[str, Any]]) -> list[bool]:
 
 def is_real_user(history: list[dict[str, Any]], index: int) -> bool:
     """A user turn typed by a person: not a summary, not a tool image attachment, not only the
-    core's note that the user interrupted the turn before."""
+    core's note that the user interrupted the turn before, and not what a harness sends in the
+    user role (an observation, a note, a repeat: ``actions.user_kinds``)."""
     message = history[index]
     return (
         message.get("role") == "user"
         and not is_summary(message)
         and not is_attachment(history, index)
         and bool(request_text(message).strip() or has_images(message))
+        and _kinds(history).get(index, "request") == "request"
     )
+
+
+_KINDS: list[tuple[list[dict[str, Any]], int, dict[int, str]]] = []
+
+
+def _kinds(history: list[dict[str, Any]]) -> dict[int, str]:
+    """``actions.user_kinds`` of ``history``, once per history (the planner asks per message; a
+    history is never changed in place while a hook plans on it)."""
+    if _KINDS and _KINDS[0][0] is history and _KINDS[0][1] == len(history):
+        return _KINDS[0][2]
+    from .actions import user_kinds
+
+    kinds = user_kinds(history)
+    _KINDS[:] = [(history, len(history), kinds)]
+    return kinds
 
 
 def request_text(message: dict[str, Any]) -> str:

@@ -9,6 +9,9 @@ from i_protocol.history import is_summary
 
 from .history import approx_size, boundaries, is_real_user
 
+NO_USER_ALIGNED = "assistant, no user-aligned cut"
+"""The alignment of a cut at an assistant step because no real user message could start the
+suffix (an autonomous run): ``lastAttempt.alignment`` says so (issue 30)."""
 USER_ALIGNMENT_SHARE = 0.5
 """A user-aligned cut is preferred while it still compacts at least this share of what the
 latest assistant-aligned cut would (measured in content size)."""
@@ -42,17 +45,23 @@ def choose_cut(
         return CutChoice(None, "history_too_short")
     if ok is None:
         ok = boundaries(history)
-    best_any = best_user = None
+    best_any = best_user = best_assistant = None
     for k in range(latest, 1, -1):
         if not ok[k]:
             continue
         if best_any is None:
             best_any = k
+        if best_assistant is None and history[k].get("role") == "assistant":
+            best_assistant = k
         if is_real_user(history, k):
             best_user = k
             break
     if best_any is None:
         return CutChoice(None, "no_safe_cut")
+    if best_user is None and best_assistant is not None:
+        # No user-aligned cut (an autonomous run: one real request, then a harness speaking in
+        # the user role): the newest assistant step that keeps keep_recent, whole tool batch and all.
+        best_any = best_assistant
     candidates = [(best_any, str(history[best_any].get("role")))]
     if best_user is not None and best_user != best_any:
         # Sizes of new content only: an old summary in the prefix must not make a user-aligned
@@ -66,6 +75,8 @@ def choose_cut(
     elif best_user == best_any:
         candidates = [(best_any, "user")]
     for cut, alignment in candidates:
+        if alignment == "assistant" and best_user is None:
+            alignment = NO_USER_ALIGNED
         if not all(is_summary(m) for m in history[1:cut]):
             return CutChoice(cut, "", alignment)
     return CutChoice(None, "nothing_to_compact")

@@ -157,7 +157,19 @@ def render(ledger: Ledger, limit: int) -> str:
             freed += _size(line)
 
 
-KEPT_WHOLE = ("data", "id", "fact", "finished", "skill", "failed", "path", "job", "approval", "constraint", "request_chars")
+KEPT_WHOLE = (
+    "data",
+    "id",
+    "fact",
+    "finished",
+    "skill",
+    "failed",
+    "path",
+    "job",
+    "approval",
+    "constraint",
+    "request_chars",
+)
 """What :func:`render_shared` never lets a smaller share drop."""
 
 
