@@ -67,7 +67,7 @@ def test_the_task_statement_is_kept_byte_for_byte_and_every_action_is_logged() -
     assert "2x “Please always provide EXACTLY ONE action" in text
 
 
-def test_the_whole_summary_keeps_the_statement_once_the_record_points_nowhere_else() -> None:
+def test_the_statement_rides_on_top_of_the_bound_within_its_room() -> None:
     messages = autonomous_run()
     body = local_summary(
         messages,
@@ -75,10 +75,10 @@ def test_the_whole_summary_keeps_the_statement_once_the_record_points_nowhere_el
         max_chars=4000,
         images="drop",
         max_bytes=4000,
-        statement_on_top=True,
+        statement_room=2000,
     )
     assert STATEMENT in body
-    assert len(body.encode()) <= 4000 + len(STATEMENT.encode()) + 120
+    assert len(body.encode()) <= 4000 + 2000
 
 
 def test_the_log_gives_way_oldest_first_and_says_so() -> None:
@@ -114,7 +114,7 @@ def test_tool_calls_keep_their_arguments_and_mask_secrets() -> None:
 def test_a_small_window_keeps_every_section_within_the_room() -> None:
     messages = autonomous_run()
     for room in (0, 200, 600, 1500):
-        assert len(render(analyse(messages), room, room // 2).encode()) <= room
+        assert len(render(analyse(messages), room, None).encode()) <= room
 
 
 def test_an_earlier_summary_carries_the_statement_and_the_log() -> None:

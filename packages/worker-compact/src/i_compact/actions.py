@@ -59,7 +59,7 @@ _OBSERVATION = re.compile(
 )
 _USER_RUN = re.compile(r"\s*Ran `")
 _HARNESS = re.compile(
-    r"\s*(?:<task-notification>|<command-name>|<command-message>|<local-command-|<system-reminder>"
+    r"\s*(?:<task[-]notification>|<command-name>|<command-message>|<local-command-|<system-reminder>"
     r"|\[Request interrupted|Caveat: The messages below|This session is being continued from a previous conversation)"
 )
 _QUOTED = re.compile(r"(['\"`]).*?\1", re.S)
@@ -267,12 +267,11 @@ def _call_line(call: dict[str, Any], action: Action, known: set[str]) -> str:
             commands += _command_lines(_masked(value))
             continue
         shown = value if isinstance(value, str) else orjson.dumps(value).decode()
-        shown = _masked(f"{key}={shown}")[len(key) + 1 :] if _masked(key) == key else _masked(shown)
         if len(shown) <= ARGUMENT_WHOLE and "\n" not in shown:
-            parts.append(_masked(f"{key}={shown}"))
+            parts.append(_masked(f"{key}={shown}"))  # masked with its name: `password=…`
         else:
             parts.append(f"{key}=<{len(shown)} chars>")
-            fresh = [n for n in names(shown) if n not in known]
+            fresh = [n for n in names(_masked(_scanned(shown))) if n not in known]
             known.update(fresh)
             action.names += fresh
     return " ".join([name, *parts]) + "".join(f"\n  $ {line}" for line in commands)
@@ -281,12 +280,13 @@ def _call_line(call: dict[str, Any], action: Action, known: set[str]) -> str:
 def _observe(action: Action | None, message: dict[str, Any], index: int, known: set[str], call_id: str | None) -> None:
     if action is None:
         return
-    text = _masked(text_of(message))
+    raw = text_of(message)
+    text = _masked(_scanned(raw))
     bits: list[str] = []
-    code = _RETURN_CODE.search(text[:2000])
+    code = _RETURN_CODE.search(text)
     if code:
         bits.append(f"exit {next(g for g in code.groups() if g is not None)}")
-    bits.append(f"{len(text)} chars")
+    bits.append(f"{len(raw)} chars")
     error = _EXCEPTION_LINE.search(text) or _ERROR_LINE.search(text)
     if error:
         line = " ".join(error.group(0).split())
@@ -299,6 +299,18 @@ def _observe(action: Action | None, message: dict[str, Any], index: int, known: 
     chosen = fresh[:NAMES_PER_RESULT]
     known.update(chosen)
     action.result_names += chosen
+
+
+SCAN_HEAD = 16_000
+SCAN_TAIL = 4_000
+"""Of a long output or argument, the digest reads the head and the tail (exit statuses, errors
+and names are there; a 1 MB file read costs no more than 20 KB)."""
+
+
+def _scanned(text: str) -> str:
+    if len(text) <= SCAN_HEAD + SCAN_TAIL:
+        return text
+    return f"{text[:SCAN_HEAD]}\n{text[-SCAN_TAIL:]}"
 
 
 def _split_fences(text: str) -> tuple[str, list[str]]:
@@ -364,11 +376,17 @@ def carried_bytes(text: str) -> int:
 
 
 def _carry(text: str, coding: Coding) -> None:
-    for number, part, body in _BLOCK.findall(text):
+    blocks = _BLOCK.findall(text)
+    for position, (number, part, body) in enumerate(blocks):
+        if part == ' part="tail"':
+            continue
+        if part == ' part="head"':  # an earlier generation kept its head and tail: carry both
+            tail = next((b for n, p, b in blocks[position + 1 :] if n == number and p == ' part="tail"'), "")
+            body = f"{body}\n(… the middle is in an earlier span …)\n{tail}"
         if coding.statement is None:
             coding.statement, coding.statement_at = body, int(number)
-        elif part == "":
-            coding.requests.append((0, body))
+        else:
+            coding.requests.append((int(number), body))
     current = None
     for line in text.splitlines():
         if line.startswith("## "):
@@ -389,27 +407,37 @@ def _bytes(text: str) -> int:
 
 
 def _block(number: int, text: str, limit: int) -> str:
-    if _bytes(text) <= limit:
-        return f'{_OPEN} n="{number}">\n{text}\n{_CLOSE}'
-    half = max(1, limit // 2)
+    """Request ``number`` within ``limit`` bytes: whole, else its head and tail ("" if too little)."""
+    whole = f'{_OPEN} n="{number}">\n{text}\n{_CLOSE}'
+    if _bytes(whole) <= limit:
+        return whole
+    frame = (
+        f'{_OPEN} n="{number}" part="head">\n{{head}}\n{_CLOSE}\n'
+        f"(… {{middle}} characters of request [{number}] are in the span this summary replaced:"
+        f" recall message [{number}] …)\n"
+        f'{_OPEN} n="{number}" part="tail">\n{{tail}}\n{_CLOSE}'
+    )
+    half = (limit - _bytes(frame.format(head="", tail="", middle=len(text)))) // 2
+    if half < 32:
+        return ""
     raw = text.encode("utf-8", "surrogatepass")
     head = raw[:half].decode("utf-8", "ignore")
     tail = raw[-half:].decode("utf-8", "ignore")
-    middle = len(text) - len(head) - len(tail)
-    return (
-        f'{_OPEN} n="{number}" part="head">\n{head}\n{_CLOSE}\n'
-        f"(… {middle} characters of request [{number}] are in the span this summary replaced:"
-        f" recall message [{number}] …)\n"
-        f'{_OPEN} n="{number}" part="tail">\n{tail}\n{_CLOSE}'
-    )
+    return frame.format(head=head, tail=tail, middle=len(text) - len(head) - len(tail))
 
 
-def verbatim_texts(coding: Coding) -> list[str]:
+def verbatim_texts(coding: Coding, statement_room: int) -> list[str]:
     """The texts the sections hold whole whatever the room: the statement and the latest request."""
-    texts = [coding.statement] if coding.statement is not None and _bytes(coding.statement) <= STATEMENT_MAX else []
+    whole = coding.statement is not None and _bytes(coding.statement) + STATEMENT_FRAME <= statement_room
+    texts = [coding.statement] if whole and coding.statement is not None else []
     if coding.requests and _bytes(coding.requests[-1][1]) <= REQUEST_MAX:
         texts.append(coding.requests[-1][1])
     return texts
+
+
+def carries_statement(messages: list[dict[str, Any]]) -> bool:
+    """Whether ``messages`` start with a summary that carries a task statement section."""
+    return bool(messages) and is_summary(messages[0]) and _OPEN in text_of(messages[0])
 
 
 def statement_size(messages: list[dict[str, Any]]) -> tuple[int, int]:
@@ -453,20 +481,17 @@ def analyse_cached(messages: list[dict[str, Any]]) -> Coding:
     return coding
 
 
-def render(coding: Coding, room: int, statement_limit: int) -> str:
-    """The sections: the statement within ``statement_limit`` bytes, the rest within ``room``.
-
-    With ``statement_limit`` under :data:`STATEMENT_MAX` (a small window) everything, the
-    statement included, stays within ``room``.
-    """
+def render(coding: Coding, room: int, statement_room: int | None = None) -> str:
+    """The sections within ``room`` bytes; the task statement within ``statement_room`` bytes on
+    top of them, or (``None``: a small window) within ``room`` like the rest."""
     parts: list[str] = []
-    strict = statement_limit < STATEMENT_MAX
     if coding.statement is not None:
-        limit = max(0, statement_limit - STATEMENT_FRAME * 2) if strict else statement_limit
-        statement = "## Task statement\n" + _block(coding.statement_at, coding.statement, limit)
-        if not strict or _bytes(statement) <= room:
-            parts.append(statement)
-            room -= _bytes(statement) + 1 if strict else 0
+        on_top = statement_room is not None
+        limit = statement_room if statement_room is not None else max(0, room // 2)
+        block = _block(coding.statement_at, coding.statement, limit - len("## Task statement\n"))
+        if block and (on_top or _bytes(block) < room):
+            parts.append("## Task statement\n" + block)
+            room -= 0 if on_top else _bytes(parts[-1]) + 1
     # The requests are sure of their share; what the log does not need, they may take too.
     requests = _requests(coding, room)
     if _bytes(requests) > room * REQUESTS_SHARE:
@@ -487,8 +512,8 @@ def _requests(coding: Coding, share: int) -> str:
     used = 0
     for number, text in reversed(coding.requests):
         newest = not chosen and not cited
-        block = _block(number, text, REQUEST_MAX if newest else min(REQUEST_MAX, max(0, share - 200)))
-        if used + _bytes(block) > share and not newest:
+        block = _block(number, text, REQUEST_MAX if newest else min(REQUEST_MAX, share - used))
+        if not block or (used + _bytes(block) > share and not newest):
             cited.append(number)
             continue
         chosen.insert(0, block)

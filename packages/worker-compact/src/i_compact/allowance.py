@@ -24,6 +24,9 @@ LOCAL_REDUCTION = 3  # the local summary aims at no more than a third of what it
 LOCAL_CRITICAL_MAX = 96_000  # a coding session's action log: about 25k tokens at most (issue 30)
 LOCAL_FLOOR = 200
 """The smallest local bound (bytes): room for a state record with a short request and counts."""
+STATEMENT_PREFIX_SHARE = 0.6
+"""The task statement rides on top of the local bound while the summary stays under this share of
+the prefix: a summary that is most of what it replaces would not reduce it (issue 30)."""
 SQUEEZE_SHARE = 0.8
 """Of the room beside the suffix, what a squeezed local summary is planned at: the plan counts it at
 the prefix's average density, the core's check at the summary's own (ids and symbols are denser)."""
@@ -57,7 +60,7 @@ def fit_budget(
 
 def _sections_bytes(config: CompactConfig, sizes: list[int], history: list[dict[str, Any]]) -> Any:
     """Bytes of the coding sections a cut's summary carries: the local bound, the statement on top."""
-    from .actions import statement_size
+    from .actions import carries_statement, statement_size
 
     if not config.model_sections:
         return lambda cut: 0
@@ -66,10 +69,13 @@ def _sections_bytes(config: CompactConfig, sizes: list[int], history: list[dict[
         prefix[index + 1] = prefix[index] + sizes[index]
     carried = carried_record(history[1:2])
     statement_at, statement = statement_size(history[1:])
+    carried_statement = carries_statement(history[1:])
 
     def sections(cut: int) -> int:
-        _, critical = bounds_for_prefix(prefix[min(cut, len(sizes))], config.local_max_chars, carried)
-        return critical + (statement if 0 <= statement_at < cut - 1 else 0)
+        size = prefix[min(cut, len(sizes))]
+        _, critical = bounds_for_prefix(size, config.local_max_chars, carried)
+        on_top = statement_room(size, critical, statement, carried_statement)
+        return critical + (on_top if 0 <= statement_at < cut - 1 else 0)
 
     return sections
 
@@ -120,7 +126,7 @@ def _local_fit_budget(
     history: list[dict[str, Any]],
     squeeze: bool,
 ) -> Any:
-    from .actions import statement_size
+    from .actions import carries_statement, statement_size
     from .fit import FitBudget, summary_tokens
 
     rate = estimates.tokens_per_byte
@@ -129,14 +135,16 @@ def _local_fit_budget(
         prefix[index + 1] = prefix[index] + sizes[index]
     carried = carried_record(history[1:2])
     floor = summary_tokens(LOCAL_FLOOR + CANONICAL_BYTES, rate)
-    statement_at, statement = statement_size(history[1:])  # rides on top of the bound (actions)
+    statement_at, statement = statement_size(history[1:])
+    carried_statement = carries_statement(history[1:])  # rides on top of the bound (actions)
 
     def local_allowance(cut: int) -> int:
         # The local route caps its body at critical_chars UTF-8 bytes (see local_bounds). With
         # ``squeeze`` (no cut fits so: a small window), the summary gets the room left beside the
         # suffix instead (never below the floor), and before_compact bounds the body by it.
         _, critical = bounds_for_prefix(prefix[min(cut, len(sizes))], config.local_max_chars, carried)
-        on_top = statement if 0 <= statement_at < cut - 1 else 0
+        size = prefix[min(cut, len(sizes))]
+        on_top = statement_room(size, critical, statement, carried_statement) if 0 <= statement_at < cut - 1 else 0
         full = summary_tokens(critical + on_top + CANONICAL_BYTES, rate)
         suffix = estimates.suffix.get(cut)
         if suffix is None or not squeeze:
@@ -238,6 +246,17 @@ def bounds_for_prefix(prefix: int, configured: int, carried: int = 0) -> tuple[i
     small = max(LOCAL_FLOOR, min(LOCAL_MIN_CHARS, prefix // 2))
     max_chars = max(small, min(configured, fifth))
     return max_chars, max(max_chars, min(fifth, LOCAL_CRITICAL_MAX))
+
+
+def statement_room(prefix: int, critical: int, statement: int, carried: bool = False) -> int:
+    """Bytes of the task statement section on top of the bound ``critical`` of a ``prefix``.
+
+    A statement an earlier summary carries rides on top whole: it replaces itself (like the
+    record), so only a first compaction's statement is held to the prefix share.
+    """
+    if carried:
+        return statement
+    return max(0, min(statement, int(prefix * STATEMENT_PREFIX_SHARE) - critical))
 
 
 def record_room(state: CompactState, body: str) -> int:

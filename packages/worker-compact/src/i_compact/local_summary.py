@@ -95,12 +95,13 @@ def local_summary(
     images: str,
     critical_chars: int | None = None,
     max_bytes: int | None = None,
-    statement_on_top: bool = False,
+    statement_room: int | None = None,
 ) -> str:
     """The summary body (no tags) for ``messages`` (= history[1:cut]).
 
-    The task statement rides on top of the bound (``statement_on_top``, :mod:`actions`) except
-    in a small window, where the plan left a fixed room beside the suffix.
+    The task statement rides on top of the bound within ``statement_room`` bytes (:mod:`actions`,
+    ``allowance.statement_room``); ``None`` (a small window: the plan left a fixed room beside the
+    suffix) counts it in the bound.
 
     ``max_chars`` bounds the evidence; the whole body, state record included, stays within
     ``max_bytes`` UTF-8 bytes (default ``critical_chars``, else ``max_chars``).
@@ -113,7 +114,7 @@ def local_summary(
     room = limit - _bytes(header) - 2
     reserve = min(EVIDENCE_RESERVE, limit // 10) if limit >= EVIDENCE_MIN_BOUND else 0
     ledger = facts.build(messages, analysis)
-    shown = actions.verbatim_texts(coding) if statement_on_top else []
+    shown = actions.verbatim_texts(coding, statement_room) if statement_room is not None else []
     start = ledger.request[:200]
     if start and any(text.startswith(start) for text in shown):  # whole below: the record keeps its head
         ledger.request = facts.head(ledger.request, RECORD_REQUEST_HEAD, ledger, "request_chars")
@@ -127,7 +128,7 @@ def local_summary(
     # Coding work: evidence takes what it needs up to its share, the coding sections the rest.
     evidence = _evidence_text(sections, min(max_chars, int(room * EVIDENCE_SHARE)))
     room -= _bytes(evidence) + 1 if evidence else 0
-    work = actions.render(coding, room, actions.STATEMENT_MAX if statement_on_top else max(0, room // 2))
+    work = actions.render(coding, room, statement_room)
     return "\n".join(part for part in (header, record, work, evidence) if part)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import diagnostics as diag
-from ..allowance import local_bounds, planned_prefix
+from ..allowance import local_bounds, planned_prefix, statement_room
 from ..config import CompactConfig
 from ..failure import count
+from ..history import approx_size
 from ..normalize import canonical
 from ..state import CompactState
 from ..state_record import record_text
@@ -31,7 +32,7 @@ def local_route(out: dict[str, Any], state: CompactState, config: CompactConfig,
         critical_chars=critical_chars,
         max_bytes=critical_chars,
         images=images,
-        statement_on_top=not count(cap),
+        statement_room=None if count(cap) else _statement_room(messages, critical_chars, planned_prefix(state, out)),
     )
     state.ledger = record_text(body)
     out["summary"] = canonical(body)
@@ -43,3 +44,12 @@ def local_route(out: dict[str, Any], state: CompactState, config: CompactConfig,
     )
     out["state"] = state.to_json()
     return out
+
+
+def _statement_room(messages: list[dict[str, Any]], critical: int, prefix: int | None) -> int:
+    """The task statement's bytes on top of the bound, as ``compact_plan`` allowed them."""
+    from ..actions import carries_statement, statement_size
+
+    _, statement = statement_size(messages)
+    size = prefix if prefix is not None else sum(approx_size(m) for m in messages)
+    return statement_room(size, critical, statement, carries_statement(messages))

@@ -7,7 +7,7 @@ from typing import Any
 from i_protocol import Request, WorkerError
 
 from .. import diagnostics as diag
-from ..allowance import LOCAL_CRITICAL_MAX, LOCAL_MIN_CHARS, MODEL_RECORD_MAX, local_bounds
+from ..allowance import LOCAL_MIN_CHARS, MODEL_RECORD_MAX, local_bounds
 from ..config import CompactConfig, check_prompt
 from ..failure import count, fail
 from ..state import CompactState
@@ -34,7 +34,7 @@ def model_route(
     analysis = analyse(messages)
     prepared = prepare(messages, analysis, images)
     state.ledger = _model_record(messages, analysis, config)
-    state.sections = _sections(messages, state) if config.model_sections else None
+    state.sections = _sections(messages, state, config) if config.model_sections else None
     summary_images = scrub_value(prepared.summary_images)
     prompt = _with_image_note(base_prompt, summary_images, state, request)
     state.prompt_source = source
@@ -106,20 +106,26 @@ def _cached(
     return True
 
 
-def _sections(messages: list[dict[str, Any]], state: CompactState) -> str | None:
+def _sections(messages: list[dict[str, Any]], state: CompactState, config: CompactConfig) -> str | None:
     """The coding sections (task statement, requests, action log) within the room the plan left."""
-    from ..actions import STATEMENT_MAX, analyse_cached, render, statement_bytes
+    from ..actions import analyse_cached, carries_statement, render, statement_size
+    from ..allowance import planned_prefix, statement_room
+    from ..history import approx_size
 
     coding = analyse_cached(messages)
     if not (coding.actions or coding.requests or coding.statement):
         return None
     planned = state.sections_max_bytes
-    if planned is None and state.summary_max_tokens is None:  # no estimates: the local bound
-        critical = local_bounds(messages, LOCAL_CRITICAL_MAX, None)[1]
-        return render(coding, critical, STATEMENT_MAX) or None
-    if not count(planned) or planned <= 0:
+    if planned is not None and planned <= 0:
         return None
-    return render(coding, max(0, planned - statement_bytes(coding)), STATEMENT_MAX) or None
+    if planned is None and state.summary_max_tokens is not None:
+        return None  # a small window: the reply has the room
+    prefix = planned_prefix(state, {"cut": state.cut, "messages": messages})
+    size = prefix if prefix is not None else sum(approx_size(m) for m in messages)
+    critical = local_bounds(messages, config.local_max_chars, prefix)[1]
+    on_top = statement_room(size, critical, statement_size(messages)[1], carries_statement(messages))
+    room = critical if planned is None else max(0, planned - on_top)
+    return render(coding, room, on_top) or None
 
 
 def _model_record(messages: list[dict[str, Any]], analysis: Any, config: CompactConfig) -> str:
