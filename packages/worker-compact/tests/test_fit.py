@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_plan import histories
 
 from i_compact.actions import statement_size
-from i_compact.allowance import CANONICAL_BYTES, SQUEEZE_SHARE, bounds_for_prefix, statement_room
+from i_compact.allowance import CANONICAL_BYTES, SECTIONS_DENSITY, SQUEEZE_SHARE, bounds_for_prefix, statement_room
 from i_compact.fit import CutEstimates, FitBudget, fit_cut, newest_real_user
 from i_compact.history import approx_size, boundaries
 from i_compact.plan import choose_cut, is_valid_cut
@@ -381,7 +381,11 @@ def test_a_window_with_room_keeps_the_full_reserve_and_no_cap(dirs: dict[str, st
 
 
 def test_model_mode_plans_the_coding_sections_on_top_of_the_reply(dirs: dict[str, str]) -> None:
-    history = small_history()
+    history = [system(), user("Port the lexer to Rust; run `cargo test` when done.")]
+    for n in range(12):
+        history += [assistant(f"Reading part {n}.", [(f"c{n}", "read", f'{{"path": "src/lexer_{n}.rs"}}')])]
+        history += [tool(f"c{n}", f"fn token_{n}() {{}}\n" * 40)]
+    history += [user("Also the parser."), assistant("a1"), assistant("a2"), assistant("a3"), assistant("a4")]
     data = plan(dirs, history, budget_result(history, 100000))
     cut = data["cut"]
     candidate = data["state"]["lastAttempt"]["fit"]["keepRecentCandidate"]
@@ -390,7 +394,7 @@ def test_model_mode_plans_the_coding_sections_on_top_of_the_reply(dirs: dict[str
     _, statement = statement_size(history[1:])
     sections = critical + statement_room(prefix, critical, statement)
     assert candidate["summaryAllowance"] == model_allowance() + math.ceil(sections * RATE)
-    assert data["state"]["sections_max_bytes"] == pytest.approx(sections, abs=4)
+    assert data["state"]["sections_max_bytes"] == pytest.approx(sections * SECTIONS_DENSITY, abs=4)
     prepared = call("before_compact", {"messages": history[1:cut], "cut": cut, "state": data["state"]}, dirs)["data"]
-    assert "## Action log" in prepared["state"]["sections"]  # the statement has no room on top here
+    assert "## Action log" in prepared["state"]["sections"] and "src/lexer_0.rs" in prepared["state"]["sections"]
     assert len(prepared["state"]["sections"].encode()) <= sections

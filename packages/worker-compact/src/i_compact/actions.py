@@ -101,8 +101,28 @@ def names(text: str) -> list[str]:
 # -- who speaks ---------------------------------------------------------------------------
 
 
+_KINDS: list[tuple[list[dict[str, Any]], int, dict[int, str]]] = []
+
+
 def user_kinds(messages: list[dict[str, Any]]) -> dict[int, str]:
-    """Index -> ``request``, ``repeat``, ``observation`` or ``harness`` for each user message."""
+    """Index -> ``request``, ``repeat``, ``observation`` or ``harness`` for each user message
+    (once per list: the ledger, the sections and the planner all ask)."""
+    if _KINDS and _KINDS[0][0] is messages and _KINDS[0][1] == len(messages):
+        return _KINDS[0][2]
+    kinds = _user_kinds(messages)
+    _KINDS[:] = [(messages, len(messages), kinds)]
+    return kinds
+
+
+def _key(text: str) -> str:
+    """What two repeats share: the words, standalone numbers and quoted text masked (of a long
+    message, its head and tail)."""
+    if len(text) > 3000:
+        text = f"{len(text) // 100}:{text[:2000]}{text[-1000:]}"
+    return " ".join(_DIGITS.sub("#", _QUOTED.sub("''", text)).split())
+
+
+def _user_kinds(messages: list[dict[str, Any]]) -> dict[int, str]:
     kinds: dict[int, str] = {}
     users = [i for i, m in enumerate(messages) if m.get("role") == "user" and not is_summary(m) and "_context" not in m]
     texts = {i: request_text(messages[i]) for i in users}
@@ -120,7 +140,7 @@ def user_kinds(messages: list[dict[str, Any]]) -> dict[int, str]:
         if _HARNESS.match(text):
             kinds[i] = "harness"
             continue
-        key = " ".join(_DIGITS.sub("#", _QUOTED.sub("''", text)).split())
+        key = _key(text)
         named = names(text) if len(text) < 4000 else []
         if seen.get(key) == named:  # the same words naming the same things: a repeat
             kinds[i] = "repeat"
@@ -189,8 +209,8 @@ def analyse(messages: list[dict[str, Any]]) -> Coding:
         _carry(text_of(messages[0]), coding)
     coding.kinds = user_kinds(messages)
     known: set[str] = set()
-    for text in ([coding.statement] if coding.statement else []) + [t for _, t in coding.requests]:
-        known.update(names(text))
+    if coding.statement:  # names the statement holds need not be listed again (later requests may
+        known.update(names(_scanned(coding.statement)))  # be cited, not written: theirs count)
     for line in coding.carried_log:
         known.update(names(line))
     calls: dict[str, Action] = {}
@@ -199,14 +219,14 @@ def analyse(messages: list[dict[str, Any]]) -> Coding:
         role = message.get("role")
         kind = coding.kinds.get(index)
         if kind == "request":
-            text = _masked(request_text(message))
+            text = request_text(message)  # later requests are masked when written (most never are)
             if coding.statement is None:
-                coding.statement, coding.statement_at = text, index + 1
+                coding.statement, coding.statement_at = _masked(text), index + 1
+                known.update(names(_scanned(coding.statement)))
             else:
                 coding.requests.append((index + 1, text))
-            known.update(names(text))
         elif kind == "repeat" or kind == "harness":
-            coding.repeats[" ".join(_DIGITS.sub("#", _masked(request_text(message))).split())[:200]] += 1
+            coding.repeats[" ".join(_DIGITS.sub("#", _masked(request_text(message)[:400])).split())[:200]] += 1
             if kind == "harness":
                 _observe(last, message, index, known, None)
         elif kind == "observation":
@@ -426,13 +446,20 @@ def _block(number: int, text: str, limit: int) -> str:
     return frame.format(head=head, tail=tail, middle=len(text) - len(head) - len(tail))
 
 
-def verbatim_texts(coding: Coding, statement_room: int) -> list[str]:
-    """The texts the sections hold whole whatever the room: the statement and the latest request."""
+def verbatim_texts(coding: Coding, statement_room: int, room: int) -> list[str]:
+    """The texts the sections will hold whole: the statement (on top, if its room holds it) and
+    the latest request (if it fits the requests' share of what the record leaves of ``room``)."""
     whole = coding.statement is not None and _bytes(coding.statement) + STATEMENT_FRAME <= statement_room
     texts = [coding.statement] if whole and coding.statement is not None else []
-    if coding.requests and _bytes(coding.requests[-1][1]) <= REQUEST_MAX:
-        texts.append(coding.requests[-1][1])
+    if coding.requests:
+        latest = coding.requests[-1][1]
+        if _bytes(latest) + STATEMENT_FRAME <= min(REQUEST_MAX, room * (1 - RECORD_SHARE) * REQUESTS_SHARE):
+            texts.append(latest)
     return texts
+
+
+RECORD_SHARE = 0.4
+"""``local_summary.RECORD_SHARE``: the most the record takes of the room beside the sections."""
 
 
 def carries_statement(messages: list[dict[str, Any]]) -> bool:
@@ -511,9 +538,11 @@ def _requests(coding: Coding, share: int) -> str:
     cited: list[int] = []
     used = 0
     for number, text in reversed(coding.requests):
-        newest = not chosen and not cited
-        block = _block(number, text, REQUEST_MAX if newest else min(REQUEST_MAX, share - used))
-        if not block or (used + _bytes(block) > share and not newest):
+        if share - used < 300:  # full: the rest are cited, never masked for nothing
+            cited.append(number)
+            continue
+        block = _block(number, _masked(text), min(REQUEST_MAX, share - used))
+        if not block or used + _bytes(block) > share:
             cited.append(number)
             continue
         chosen.insert(0, block)

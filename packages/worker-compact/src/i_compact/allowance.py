@@ -24,6 +24,9 @@ LOCAL_REDUCTION = 3  # the local summary aims at no more than a third of what it
 LOCAL_CRITICAL_MAX = 96_000  # a coding session's action log: about 25k tokens at most (issue 30)
 LOCAL_FLOOR = 200
 """The smallest local bound (bytes): room for a state record with a short request and counts."""
+SECTIONS_DENSITY = 0.75
+"""Model mode writes its coding sections in this share of the bytes the plan counted for them: the
+plan counts them at the prefix's average density, and commands, paths and names are denser."""
 STATEMENT_PREFIX_SHARE = 0.6
 """The task statement rides on top of the local bound while the summary stays under this share of
 the prefix: a summary that is most of what it replaces would not reduce it (issue 30)."""
@@ -115,7 +118,7 @@ def sections_max_bytes(state: CompactState, choice: Any, budget_result: dict[str
     if not count(allowance) or not count(reserve) or tokens_per_byte <= 0:
         return None
     extra = allowance - summary_tokens_of_tags(tokens_per_byte) - reserve
-    return int(extra / tokens_per_byte) if extra > 0 else 0
+    return int(extra / tokens_per_byte * SECTIONS_DENSITY) if extra > 0 else 0
 
 
 def _local_fit_budget(

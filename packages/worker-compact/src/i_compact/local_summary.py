@@ -63,7 +63,7 @@ RECORD_REQUEST_HEAD = 600
 """The record's request when the Requests or Task statement section holds it whole (characters)."""
 EVIDENCE_SHARE = 0.2
 """With coding work, the most of the room (after the record) that the evidence sections may take."""
-RECORD_SHARE = 0.4
+RECORD_SHARE = actions.RECORD_SHARE
 """Share of the room the state record may take when there is coding work to log (:mod:`actions`)."""
 EVIDENCE_RESERVE = 400
 """Bytes the record leaves for evidence when it is near the bound (at most a tenth of it)."""
@@ -114,7 +114,7 @@ def local_summary(
     room = limit - _bytes(header) - 2
     reserve = min(EVIDENCE_RESERVE, limit // 10) if limit >= EVIDENCE_MIN_BOUND else 0
     ledger = facts.build(messages, analysis)
-    shown = actions.verbatim_texts(coding, statement_room) if statement_room is not None else []
+    shown = actions.verbatim_texts(coding, statement_room, room) if statement_room is not None else []
     start = ledger.request[:200]
     if start and any(text.startswith(start) for text in shown):  # whole below: the record keeps its head
         ledger.request = facts.head(ledger.request, RECORD_REQUEST_HEAD, ledger, "request_chars")
