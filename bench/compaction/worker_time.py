@@ -73,7 +73,7 @@ def main() -> int:
             }
             try:
                 for position, (_, history) in enumerate(chosen):
-                    for label, worker in (workers.items() if position % 2 else reversed(workers.items())):
+                    for label, worker in workers.items() if position % 2 else reversed(workers.items()):
                         elapsed = compaction(worker, history)
                         (first if position == 0 else times)[label].append(elapsed)
             finally:

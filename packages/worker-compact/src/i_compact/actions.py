@@ -415,8 +415,8 @@ def _carry(text: str, coding: Coding) -> None:
             moved = _MOVED.match(line)
             if moved:
                 coding.carried_moved += int(moved.group(1))
-            else:
-                coding.carried_log.append(line)
+            else:  # numbered in an earlier span: "[earlier n]"
+                coding.carried_log.append(_EARLIER.sub("- [earlier ", line, count=1))
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -451,9 +451,9 @@ def verbatim_texts(coding: Coding, statement_room: int, room: int) -> list[str]:
     the latest request (if it fits the requests' share of what the record leaves of ``room``)."""
     whole = coding.statement is not None and _bytes(coding.statement) + STATEMENT_FRAME <= statement_room
     texts = [coding.statement] if whole and coding.statement is not None else []
-    if coding.requests:
+    if coding.requests:  # whole, or its head and tail (the record then keeps only its start)
         latest = coding.requests[-1][1]
-        if _bytes(latest) + STATEMENT_FRAME <= min(REQUEST_MAX, room * (1 - RECORD_SHARE) * REQUESTS_SHARE):
+        if min(REQUEST_MAX, room * (1 - RECORD_SHARE) * REQUESTS_SHARE) >= 600:
             texts.append(latest)
     return texts
 
@@ -512,6 +512,8 @@ def render(coding: Coding, room: int, statement_room: int | None = None) -> str:
     """The sections within ``room`` bytes; the task statement within ``statement_room`` bytes on
     top of them, or (``None``: a small window) within ``room`` like the rest."""
     parts: list[str] = []
+    if not statement_room:  # no room on top: the statement counts in the room like the rest
+        statement_room = None
     if coding.statement is not None:
         on_top = statement_room is not None
         limit = statement_room if statement_room is not None else max(0, room // 2)
@@ -562,9 +564,10 @@ def _requests(coding: Coding, share: int) -> str:
 
 
 _LOG_HEAD = (
-    "## Action log\n([n]: the n-th message of the span this summary replaced; `recall X`: the tool call id"
-    " or message that recall returns; oldest first)"
+    "## Action log\n([n]: the n-th message of the span this summary replaced, [earlier n] of an earlier"
+    " one; `recall X`: the tool call id or message that recall returns; oldest first)"
 )
+_EARLIER = re.compile(r"^- \[(?!earlier )")
 _MOVED = re.compile(r"^- \((\d+) older entries are in the span")
 
 

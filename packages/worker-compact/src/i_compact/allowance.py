@@ -22,6 +22,12 @@ CANONICAL_BYTES = len(canonical(""))
 LOCAL_MIN_CHARS = 1000
 LOCAL_REDUCTION = 3  # the local summary aims at no more than a third of what it replaces (issue 30)
 LOCAL_CRITICAL_MAX = 96_000  # a coding session's action log: about 25k tokens at most (issue 30)
+LOCAL_MOST = 0.7
+"""The local bound is never more than this share of the prefix, whatever it carries."""
+LOCAL_SMALL_PREFIX = 16_000
+LOCAL_MOST_SMALL = 0.4
+"""A prefix under 16,000 characters is mostly fixed cost beside the system prompt and tools: its
+summary is held to 40% of it, or the compacted history may not be smaller in tokens."""
 LOCAL_FLOOR = 200
 """The smallest local bound (bytes): room for a state record with a short request and counts."""
 SECTIONS_DENSITY = 0.75
@@ -30,6 +36,12 @@ plan counts them at the prefix's average density, and commands, paths and names 
 STATEMENT_PREFIX_SHARE = 0.6
 """The task statement rides on top of the local bound while the summary stays under this share of
 the prefix: a summary that is most of what it replaces would not reduce it (issue 30)."""
+STATEMENT_CARRIED_SHARE = 0.9
+"""A statement an earlier summary carries replaces itself (like the record): the body may then
+take this share of the prefix."""
+REDUCING_SHARE = 0.85
+"""A local summary is planned so that the compacted history is at most this share of today's
+estimate (the core refuses a compaction that is not smaller in tokens)."""
 SQUEEZE_SHARE = 0.8
 """Of the room beside the suffix, what a squeezed local summary is planned at: the plan counts it at
 the prefix's average density, the core's check at the summary's own (ids and symbols are denser)."""
@@ -58,7 +70,8 @@ def fit_budget(
     if config.mode == "model":
         sections = _sections_bytes(config, sizes, history)
         return _model_fit_budget(capacity, budget_result.get("output_reserve"), estimates, sections)
-    return _local_fit_budget(config, capacity, estimates, sizes, history, squeeze)
+    before = budget_result.get("estimate")
+    return _local_fit_budget(config, capacity, estimates, sizes, history, squeeze, before if count(before) else None)
 
 
 def _sections_bytes(config: CompactConfig, sizes: list[int], history: list[dict[str, Any]]) -> Any:
@@ -128,6 +141,7 @@ def _local_fit_budget(
     sizes: list[int],
     history: list[dict[str, Any]],
     squeeze: bool,
+    before: int | None = None,
 ) -> Any:
     from .actions import carries_statement, statement_size
     from .fit import FitBudget, summary_tokens
@@ -150,6 +164,10 @@ def _local_fit_budget(
         on_top = statement_room(size, critical, statement, carried_statement) if 0 <= statement_at < cut - 1 else 0
         full = summary_tokens(critical + on_top + CANONICAL_BYTES, rate)
         suffix = estimates.suffix.get(cut)
+        if before is not None and suffix is not None:
+            # The compacted history must be clearly smaller than it is now, by the same estimator
+            # the core checks it with: else the summary gets less (the sections give way).
+            full = max(floor, min(full, int(before * REDUCING_SHARE) - int(estimates.fixed_tokens) - int(suffix)))
         if suffix is None or not squeeze:
             return full
         room = int(capacity) - int(estimates.fixed_tokens) - int(suffix)
@@ -243,7 +261,10 @@ def bounds_for_prefix(prefix: int, configured: int, carried: int = 0) -> tuple[i
     record growing over generations would be trimmed, a little more each time.
     """
     carried = min(carried, prefix)
-    fifth = (prefix - carried) // LOCAL_REDUCTION + carried
+    # Carried content (record, requests, log) rides on top, but never past half the prefix: a
+    # summary of little new work after a large summary must still reduce (the log gives way).
+    most = LOCAL_MOST if prefix >= LOCAL_SMALL_PREFIX else LOCAL_MOST_SMALL
+    fifth = min((prefix - carried) // LOCAL_REDUCTION + carried, max(LOCAL_FLOOR, int(prefix * most)))
     # A prefix under 5,000 characters may take up to half of itself (at most 1,000, at least the
     # floor): a bound larger than the prefix could never reduce it, and the core would refuse.
     small = max(LOCAL_FLOOR, min(LOCAL_MIN_CHARS, prefix // 2))
@@ -254,12 +275,13 @@ def bounds_for_prefix(prefix: int, configured: int, carried: int = 0) -> tuple[i
 def statement_room(prefix: int, critical: int, statement: int, carried: bool = False) -> int:
     """Bytes of the task statement section on top of the bound ``critical`` of a ``prefix``.
 
-    A statement an earlier summary carries rides on top whole: it replaces itself (like the
-    record), so only a first compaction's statement is held to the prefix share.
+    The whole body stays under :data:`STATEMENT_PREFIX_SHARE` of the prefix (a statement an
+    earlier summary carries replaces itself, like the record, and may take a little more).
     """
-    if carried:
-        return statement
-    return max(0, min(statement, int(prefix * STATEMENT_PREFIX_SHARE) - critical))
+    if prefix < LOCAL_SMALL_PREFIX:
+        return 0  # a small prefix: the statement counts in the bound like the rest
+    share = STATEMENT_CARRIED_SHARE if carried else STATEMENT_PREFIX_SHARE
+    return max(0, min(statement, int(prefix * share) - critical))
 
 
 def record_room(state: CompactState, body: str) -> int:

@@ -59,7 +59,7 @@ _RESULT_REFS = " in the output of {name} call {call_id}"
 _RESULT_QUOTE = "{name} call {call_id}: "
 """How a tool result's quoted error line starts (its spaces are the template's when the names have none)."""
 _QUOTE = 240
-RECORD_REQUEST_HEAD = 600
+RECORD_REQUEST_HEAD = 300
 """The record's request when the Requests or Task statement section holds it whole (characters)."""
 EVIDENCE_SHARE = 0.2
 """With coding work, the most of the room (after the record) that the evidence sections may take."""

@@ -21,10 +21,13 @@ def local_route(out: dict[str, Any], state: CompactState, config: CompactConfig,
 
     messages = out["messages"]
     analysis = analyse(messages, facts_only=True)
-    max_chars, critical_chars = local_bounds(messages, config.local_max_chars, planned_prefix(state, out))
+    prefix = planned_prefix(state, out)
+    max_chars, critical_chars = local_bounds(messages, config.local_max_chars, prefix)
+    on_top: int | None = _statement_room(messages, critical_chars, prefix)
     cap = state.local_max_bytes if state.cut == out.get("cut") else None
-    if count(cap):  # the room the plan left beside the suffix in a small window
-        max_chars, critical_chars = min(max_chars, cap), min(critical_chars, cap)
+    if count(cap) and cap < critical_chars + (on_top or 0):
+        # The room the plan left beside the suffix in a small window: the statement counts in it.
+        max_chars, critical_chars, on_top = min(max_chars, cap), min(critical_chars, cap), None
     body = local_summary(
         messages,
         analysis,
@@ -32,7 +35,7 @@ def local_route(out: dict[str, Any], state: CompactState, config: CompactConfig,
         critical_chars=critical_chars,
         max_bytes=critical_chars,
         images=images,
-        statement_room=None if count(cap) else _statement_room(messages, critical_chars, planned_prefix(state, out)),
+        statement_room=on_top,
     )
     state.ledger = record_text(body)
     out["summary"] = canonical(body)
