@@ -251,6 +251,28 @@ def test_after_compact_may_ask_for_bounded_revisions(setup, tmp_path):
     assert "version 3" in orjson.loads(setup.session.read_bytes())["messages"][1]["content"]
 
 
+@pytest.mark.parametrize("provisional", [False, True])
+def test_a_provisional_budget_lets_the_server_count_a_summary_request(setup, provisional):
+    # The summary request is over the byte estimate; with nothing of the model's density observed
+    # (provisional), that estimate is several times the real count, so the server counts it.
+    summary = {"text": "<continuation_summary>s</continuation_summary>"}
+    with ScriptedModel([{"text": "ok"}] * 5 + [summary, {"text": "ok"}]) as model:
+        before = grow(setup, model, turns=5)
+        setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", provisional=provisional)
+        result = setup.run(model.base_url, "next " + LONG)
+    if provisional:
+        assert result.returncode == 0, result.stderr
+        assert [r.body["messages"][0]["content"] for r in model.requests if not r.body.get("tools")] == ["Summarise"]
+        assert (
+            "<continuation_summary>s</continuation_summary>"
+            in orjson.loads(setup.session.read_bytes())["messages"][1]["content"]
+        )
+    else:
+        assert result.returncode == 5
+        assert "the summary request (summary) does not fit the context budget" in result.stderr
+        assert setup.session.read_bytes() == before
+
+
 def test_endless_revisions_fail_and_commit_nothing(setup, tmp_path):
     log = tmp_path / "log.ndjson"
     with ScriptedModel(

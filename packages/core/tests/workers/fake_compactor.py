@@ -9,6 +9,7 @@ Reads its behaviour from the JSON file named by argv[1] on every call, so a test
    "chunks": N,               # model route: split the prefix into N prepared requests
    "revise": N,               # after_compact asks for N further requests before accepting
    "second_cut": ... ,        # compact_plan's answer when called again with previous_attempt
+   "provisional": true,       # context_budget's estimates rest on nothing observed
    "log": "PATH"}             # append every compact_plan / after_compact_commit data (as JSON lines)
 """
 
@@ -51,6 +52,7 @@ def context_budget(data: dict, request) -> dict:
         "tool_output_budget": {"per_call_bytes": 100000},
         "reasons": [],
         "anchor": {"model": data["model"]},
+        "provisional": conf.get("provisional", False),
     }
     return data
 

@@ -102,7 +102,8 @@ def _request_budget(budget_result: dict[str, Any] | None, estimates: Any) -> dic
     if not count(capacity) or not count(reserve):
         return None
     rate = estimates.tokens_per_byte if estimates is not None else None
-    budget = RequestBudget(capacity, reserve, rate or 1.0).as_state()
+    provisional = (budget_result or {}).get("provisional") is True
+    budget = RequestBudget(capacity, reserve, rate or 1.0, provisional).as_state()
     if rate is None:
         budget["tokens_per_byte_source"] = "default 1 token per byte (no cut_estimates)"
     return budget
