@@ -251,6 +251,58 @@ def test_after_compact_may_ask_for_bounded_revisions(setup, tmp_path):
     assert "version 3" in orjson.loads(setup.session.read_bytes())["messages"][1]["content"]
 
 
+@pytest.mark.parametrize("provisional", [False, True])
+def test_a_provisional_budget_lets_the_server_count_a_summary_request(setup, provisional):
+    # The summary request is over the byte estimate; with nothing of the model's density observed
+    # (provisional), that estimate is several times the real count, so the server counts it.
+    summary = {"text": "<continuation_summary>s</continuation_summary>"}
+    with ScriptedModel([{"text": "ok"}] * 5 + [summary, {"text": "ok"}]) as model:
+        before = grow(setup, model, turns=5)
+        setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", provisional=provisional)
+        result = setup.run(model.base_url, "next " + LONG)
+    if provisional:
+        assert result.returncode == 0, result.stderr
+        assert [r.body["messages"][0]["content"] for r in model.requests if not r.body.get("tools")] == ["Summarise"]
+        assert (
+            "<continuation_summary>s</continuation_summary>"
+            in orjson.loads(setup.session.read_bytes())["messages"][1]["content"]
+        )
+    else:
+        assert result.returncode == 5
+        assert "the summary request (summary) does not fit the context budget" in result.stderr
+        assert setup.session.read_bytes() == before
+
+
+@pytest.mark.parametrize("answer", ["local", "decline", None])
+def test_an_unfinished_summary_asks_compact_plan_once_more(setup, tmp_path, answer):
+    log = tmp_path / "log.ndjson"
+    cut_off = {"text": "<continuation_summary>half a summ", "finish_reason": "length"}
+    with ScriptedModel([{"text": "ok"}] * 3 + [cut_off, cut_off, {"text": "ok"}]) as model:
+        before = grow(setup, model)
+        conf = {"on_unfinished": answer} if answer else {}
+        setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", log=str(log), **conf)
+        result = setup.run(model.base_url, "next " + LONG)
+    plans = [r for r in _log(log) if r["event"] == "compact_plan"]
+    assert len(plans) == 2 and "previous_attempt" not in plans[0]
+    assert plans[1]["previous_attempt"] == {"cut": plans[1]["history_length"] - 2, "reason": "summary_not_finished"}
+    assert "the summary reply did not finish normally" in result.stderr
+    assert "the compactor plans again (summary_not_finished)" in result.stderr  # said once, in one line
+    assert result.stderr.count("plans again") == 1
+    commit = [r for r in _log(log) if r["event"] == "after_compact_commit"][-1]
+    if answer == "local":
+        assert result.returncode == 0, result.stderr
+        saved = orjson.loads(setup.session.read_bytes())["messages"]
+        assert "local summary after an unfinished one" in saved[1]["content"]
+        assert commit["committed"] is True
+    else:
+        # Declined, or planned the same way and cut off again: the first failure stands, nothing commits.
+        assert result.returncode == 5
+        assert setup.session.read_bytes() == before
+        assert commit["committed"] is False and commit["check"] == "summary_reply_invalid"
+        if answer == "decline":
+            assert "compact_plan, asked again, declined: summary_not_finished" in result.stderr
+
+
 def test_endless_revisions_fail_and_commit_nothing(setup, tmp_path):
     log = tmp_path / "log.ndjson"
     with ScriptedModel(

@@ -48,6 +48,20 @@ def prepared_whole(dirs: dict[str, str], messages: list[dict[str, Any]]) -> dict
     return before(dirs, messages, {})
 
 
+def rejoined(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The messages of ``parts`` in order, each divided message joined again."""
+    flat: list[dict[str, Any]] = []
+    for message in (m for part in parts for m in part):
+        content = message.get("content")
+        if isinstance(content, str) and content.startswith(chunks.CONTINUED) and flat:
+            head = flat.pop()
+            assert head["content"].endswith(chunks.CONTINUES)
+            joined = head["content"].removesuffix(chunks.CONTINUES) + content.removeprefix(chunks.CONTINUED)
+            message = {**message, "content": joined}
+        flat.append(message)
+    return flat
+
+
 def limits(state: dict[str, Any], first_prompt: str, later_prompt: str) -> tuple[int, int]:
     budget = chunks.request_budget(state["request"])
     assert budget is not None
@@ -85,8 +99,8 @@ def test_a_prefix_needing_three_requests_is_chunked_in_order(dirs: dict[str, str
         carried = 0 if index == 0 else budget.output_reserve
         prompt = len(part["prompt"].encode())
         assert prompt + carried + chunks.transcript_bytes(part["messages"]) + 64 <= capacity
-    # In order, every prepared message exactly once, nothing shortened.
-    assert [m for part in parts for m in part["messages"]] == whole["messages"]
+    # In order, every prepared message exactly once (a divided one in two parts), nothing shortened.
+    assert rejoined([part["messages"] for part in parts]) == whole["messages"]
     # No tool call is separated from its result (all batches are small).
     for part in parts:
         assert part["messages"][-1]["role"] != "assistant" or not part["messages"][-1].get("tool_calls")
@@ -192,7 +206,7 @@ def test_split_never_exceeds_a_limit(rate: float) -> None:
     result = chunks.split(messages, first, min(first, later))
     for size, limit, part in zip(result.sizes, result.limits, result.chunks, strict=True):
         assert size == chunks.transcript_bytes(part) <= limit
-    assert sum(len(c) for c in result.chunks) == len(messages)
+    assert len(rejoined(result.chunks)) == len(messages)
 
 
 _texts = st.text(alphabet=st.sampled_from("ab \n`ü漢😀"), max_size=6000)
@@ -225,12 +239,64 @@ def test_any_transcript_splits_within_its_limits_in_order(
     assert all(limit == later for limit in result.limits[1:])
     for size, limit, part in zip(result.sizes, result.limits, result.chunks, strict=True):
         assert size == chunks.transcript_bytes(part) <= limit
-    flat = [m for part in result.chunks for m in part]
+    flat = rejoined(result.chunks)
     assert len(flat) == len(messages)
     for original, placed in zip(messages, flat, strict=True):
         assert (
             placed is original
+            or placed == original
             or MARKER.search(placed.get("content") or "")
             or placed.get("tool_calls") != original.get("tool_calls")
         )
         assert placed.get("role") == original.get("role")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=3000))
+def test_an_estimate_never_counts_more_than_the_bytes(text: str) -> None:
+    # So a message shortened to fit in bytes fits in estimated tokens too.
+    assert 0 <= chunks.estimate_tokens(text) <= chunks.utf8_len(text)
+
+
+def test_the_estimate_counts_letter_runs_by_five_and_non_ascii_by_its_bytes() -> None:
+    assert chunks.estimate_tokens("Hello world.") == 3
+    assert chunks.estimate_tokens("internationalization") == 4
+    assert chunks.estimate_tokens("12345") == 2
+    assert chunks.estimate_tokens("中文") == 6
+
+
+def test_a_provisional_rate_packs_by_estimated_tokens(dirs: dict[str, str]) -> None:
+    messages = long_prefix()
+    whole = prepared_whole(dirs, messages)
+    capacity = len(whole["prompt"].encode()) + 64 + chunks.transcript_bytes(whole["messages"]) // 6
+    by_bytes = before(dirs, messages, state_for(capacity, 500))
+    state = state_for(capacity, 500)
+    state["request"]["provisional"] = True
+    by_tokens = before(dirs, messages, state)
+    assert by_tokens["state"]["chunking"]["unit"] == "estimated tokens (provisional rate)"
+    assert len(by_tokens["chunks"]) < len(by_bytes["chunks"])
+    budget = chunks.request_budget(state["request"])
+    assert budget is not None and budget.provisional
+    first, later = limits(state, by_tokens["chunks"][0]["prompt"], by_tokens["chunks"][1]["prompt"])
+    for index, part in enumerate(by_tokens["chunks"]):
+        assert budget.transcript_size(part["messages"]) <= (first if index == 0 else later)
+    assert rejoined([part["messages"] for part in by_tokens["chunks"]]) == whole["messages"]
+
+
+def test_compact_plan_says_when_the_budget_rate_is_provisional(dirs: dict[str, str]) -> None:
+    history = [{"role": "system", "content": "s"}, *long_prefix(), user("next"), assistant("ok")]
+    budget = {"capacity": 8000, "output_reserve": 500, "recommend_compact": True, "fits": False}
+    for provisional in (False, True):
+        data = {"history": history, "cut": None, "budget_result": {**budget, "provisional": provisional}}
+        planned = call("compact_plan", data, dirs)["data"]
+        assert planned["state"]["request"].get("provisional", False) is provisional
+
+
+def test_a_message_is_divided_to_fill_a_request() -> None:
+    messages = [user("alpha " * 1000), user("beta " * 1000), assistant("done")]
+    result = chunks.split(messages, 9000, 9000)
+    assert result.divided == 1 and len(result.chunks) == 2
+    assert result.sizes[0] >= 0.95 * 9000
+    assert result.chunks[0][-1]["content"].endswith(chunks.CONTINUES)
+    assert result.chunks[1][0]["content"].startswith(chunks.CONTINUED)
+    assert rejoined(result.chunks) == messages

@@ -320,6 +320,7 @@ class Agent:
             self.session.meta.get("context_state", {}),
             self.options.progress,
             cite,
+            notice=self.options.notice,
         )
         self.stats.compact_attempts += 1
         outcome = compactor.run(history, check, force=force)

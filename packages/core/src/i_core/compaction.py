@@ -43,6 +43,57 @@ FRAME_HEADROOM = 1 << 20
 """Room in a frame for what travels with the history (budget output, state, request context)."""
 
 
+CANDIDATE_OVER_BUDGET = "candidate_over_budget"
+SUMMARY_NOT_FINISHED = "summary_not_finished"
+"""``previous_attempt`` reasons (SPEC §3.4): ``compact_plan`` is called once more per reason, at
+most twice in one compaction."""
+
+
+class SummaryNotFinished(CompactionError):
+    """A model summary reply that did not end with finish reason ``stop`` (it is never used)."""
+
+
+@dataclass
+class _Replans:
+    """The further ``compact_plan`` calls of one compaction: at most one per reason."""
+
+    reasons: list[str] = field(default_factory=list)
+    over_budget_cut: int | None = None
+    last_error: CompactionError | None = None
+    """What made the core plan again the last time."""
+
+    def add(self, cut: int, reason: str, error: CompactionError) -> str:
+        """Record a further plan for ``reason``; raises ``error`` when that reason was used already."""
+        if reason in self.reasons:
+            raise error
+        self.reasons.append(reason)
+        self.last_error = error
+        if reason == CANDIDATE_OVER_BUDGET:
+            self.over_budget_cut = cut
+        return reason
+
+    def check_later(self, cut: int) -> None:
+        """After a candidate over budget, the next plan's cut must be later."""
+        previous = self.over_budget_cut
+        if previous is not None and cut <= previous and self.reasons[-1] == CANDIDATE_OVER_BUDGET:
+            raise CompactionError(
+                CANDIDATE_OVER_BUDGET,
+                f"the candidate at cut {previous} did not fit and compact_plan's second cut {cut} is not later",
+            )
+
+    def declined(self, outcome: Outcome, reason: str) -> Outcome:
+        """A plan that declines: right after an unfinished summary, that summary's failure stands."""
+        error = self.last_error
+        if isinstance(error, SummaryNotFinished):
+            raise CompactionError(error.check, f"{error}; compact_plan, asked again, declined: {reason}")
+        return replace(outcome, check="declined", reason=reason)
+
+    @staticmethod
+    def data(plan_data: dict[str, Any], state: dict[str, Any], cut: int, reason: str) -> dict[str, Any]:
+        """``compact_plan``'s data once more, told why: ``previous_attempt {cut, reason}``."""
+        return {**plan_data, "state": state, "previous_attempt": {"cut": cut, "reason": reason}}
+
+
 @dataclass
 class Outcome:
     """The result of one compaction attempt (committed means: the caller should apply ``history``)."""
@@ -138,6 +189,8 @@ class Compactor:
     progress: Callable[[str], None] = lambda _message: None
     cite: Callable[[list[dict[str, Any]]], str] = lambda _replaced: ""
     """The recall citation for the messages a candidate replaces (the caller archives them on commit)."""
+    notice: Callable[[str], None] = lambda _message: None
+    """A line the user must see (a summary that did not finish, planned again)."""
 
     def run(self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *, force: bool = False) -> Outcome:
         """Try to compact ``history``; never raises for a declined or failed attempt."""
@@ -189,36 +242,34 @@ class Compactor:
         history = [without_citation(message) for message in history]
         plan_data = {**check.output, "history": history, "cut": None, "force": force}
         plan: CompactPlan = self.hooks.checked("compact_plan", plan_data)
-        previous: int | None = None
+        replans = _Replans()
         while True:
             outcome.state, outcome.cut = plan.state, plan.cut
             if plan.cut is None:
-                return replace(outcome, check="declined", reason=plan.reason)
+                return replans.declined(outcome, plan.reason)
             cut = plan.cut
-            if previous is not None and cut <= previous:
-                raise CompactionError(
-                    "candidate_over_budget",
-                    f"the candidate at cut {previous} did not fit and compact_plan's second cut {cut} is not later",
-                )
-            candidate, summary = self._candidate(history, cut, plan.state, outcome)
+            replans.check_later(cut)
+            try:
+                candidate, summary = self._candidate(history, cut, plan.state, outcome)
+            except SummaryNotFinished as exc:
+                if not self.hooks.declared("compact_plan", "previous_attempt"):
+                    raise
+                reason = replans.add(cut, SUMMARY_NOT_FINISHED, exc)
+                self.notice(f"{exc}; the compactor plans again ({reason})")
+                plan = self.hooks.checked("compact_plan", replans.data(plan_data, outcome.state, cut, reason))
+                continue
             after = self.budget.check(candidate, self.tools)
             assert after is not None  # the budget module answered the first check
             outcome.comparable_after = after.verdict.comparable_estimate
             if after.verdict.fits:
                 break
-            if previous is not None:
-                raise CompactionError(
-                    "candidate_over_budget",
-                    f"the compacted history does not fit the context budget, even cut later: {after.verdict.explain()}",
-                )
             # One more plan, told that this cut was too early; never more than once.
-            previous = cut
-            retry = {
-                **plan_data,
-                "state": outcome.state,
-                "previous_attempt": {"cut": cut, "reason": "candidate_over_budget"},
-            }
-            plan = self.hooks.checked("compact_plan", retry)
+            error = CompactionError(
+                "candidate_over_budget",
+                f"the compacted history does not fit the context budget, even cut later: {after.verdict.explain()}",
+            )
+            reason = replans.add(cut, CANDIDATE_OVER_BUDGET, error)
+            plan = self.hooks.checked("compact_plan", replans.data(plan_data, outcome.state, cut, reason))
         self._check_reduction(check, after)
         return replace(
             outcome,
@@ -291,7 +342,11 @@ class Compactor:
     def _send(self, request: list[dict[str, Any]], what: str, max_tokens: int | None = None) -> str:
         # Each summary request must fit too, counted without the (unused) tool schemas.
         check = self.budget.check(request, [], compact=False)
-        if check is not None and not check.verdict.fits:
+        if check is not None and not check.verdict.fits and check.verdict.provisional:
+            # Nothing of this model's density is known yet: the byte estimate is several times the
+            # real count, and the compactor packed the request by content. Let the server count.
+            self.progress(f"the budget has no usage of this model yet; the server counts the summary request ({what})")
+        elif check is not None and not check.verdict.fits:
             raise CompactionError(
                 "summary_request_over_budget",
                 f"the summary request ({what}) does not fit the context budget: {check.verdict.explain()}",
@@ -303,7 +358,7 @@ class Compactor:
                 "summary_reply_invalid", "the summary reply asked for tool calls; summaries must be plain text"
             )
         if reply.finish_reason != "stop":
-            raise CompactionError(
+            raise SummaryNotFinished(
                 "summary_reply_invalid",
                 f"the summary reply did not finish normally (finish reason {reply.finish_reason!r})",
             )

@@ -63,6 +63,12 @@ class HookRunner:
         """True when at least one hook handles ``event`` (for decisions, not to guard ``run``)."""
         return bool(self.subscribers(event))
 
+    def declared(self, event: str, extension: str) -> bool:
+        """True when every hook of ``event`` declared ``extension`` in its ``hello`` (none: False)."""
+        hooks = self.subscribers(event)
+        handshakes = self.pool.handshakes
+        return bool(hooks) and handshakes is not None and all(handshakes.declared(h.exec, extension) for h in hooks)
+
     def run(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
         """Pass ``data`` through every subscriber of ``event``; with none, ``data`` itself comes back."""
         for hook in self.subscribers(event):

@@ -9,6 +9,8 @@ Reads its behaviour from the JSON file named by argv[1] on every call, so a test
    "chunks": N,               # model route: split the prefix into N prepared requests
    "revise": N,               # after_compact asks for N further requests before accepting
    "second_cut": ... ,        # compact_plan's answer when called again with previous_attempt
+   "provisional": true,       # context_budget's estimates rest on nothing observed
+   "on_unfinished": "local" | "decline",  # compact_plan told summary_not_finished: a local summary, or decline
    "log": "PATH"}             # append every compact_plan / after_compact_commit data (as JSON lines)
 """
 
@@ -20,6 +22,7 @@ import sys
 from i_protocol import Worker, WorkerError
 
 worker = Worker("fake-compact", "0", dist_name="fake-compactor")
+worker.extensions = ("previous_attempt",)  # declared in hello, as the real compactor does
 
 
 def behaviour() -> dict:
@@ -51,6 +54,7 @@ def context_budget(data: dict, request) -> dict:
         "tool_output_budget": {"per_call_bytes": 100000},
         "reasons": [],
         "anchor": {"model": data["model"]},
+        "provisional": conf.get("provisional", False),
     }
     return data
 
@@ -58,6 +62,8 @@ def context_budget(data: dict, request) -> dict:
 def log(conf: dict, event: str, data: dict) -> None:
     if conf.get("log"):
         record = {k: v for k, v in data.items() if k not in ("history", "messages")}
+        if isinstance(data.get("history"), list):
+            record["history_length"] = len(data["history"])
         with open(conf["log"], "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"event": event, **record}) + "\n")
 
@@ -69,6 +75,10 @@ def compact_plan(data: dict, request) -> dict:
     cut = conf.get("cut", "none")
     if data.get("previous_attempt") and "second_cut" in conf:
         cut = conf["second_cut"]
+    unfinished = (data.get("previous_attempt") or {}).get("reason") == "summary_not_finished"
+    if unfinished and conf.get("on_unfinished") == "decline":
+        cut = "none"
+        data["reason"] = "summary_not_finished"
     history = data["history"]
     if cut == "none":
         cut = None
@@ -79,14 +89,16 @@ def compact_plan(data: dict, request) -> dict:
     elif cut == "keep_four":
         cut = len(history) - 4
     data["cut"] = cut
-    data["state"] = {"planned": True}
+    data["state"] = {"planned": True, "local": unfinished and conf.get("on_unfinished") == "local"}
     return data
 
 
 @worker.hook("before_compact")
 def before_compact(data: dict, request) -> dict:
     conf = check("before_compact")
-    if conf.get("chunks"):
+    if data["state"].get("local"):
+        data["summary"] = "local summary after an unfinished one"
+    elif conf.get("chunks"):
         messages, count = data.pop("messages"), conf["chunks"]
         size = max(1, -(-len(messages) // count))
         data["chunks"] = [

@@ -10,11 +10,19 @@ transcript, converted to UTF-8 bytes with ``tokens_per_byte`` (1 token per byte 
 gave no rate). A message is counted as the UTF-8 bytes of its role, content, ``tool_call_id`` and
 tool calls (id, name, arguments) plus :data:`MESSAGE_FRAMING_BYTES`; a chunk adds
 :data:`CHUNK_WRAPPER_BYTES` for the core's transcript and summary-so-far wrappers.
+
+When the budget's rate is provisional (nothing of the model's density observed yet, so its rate
+is the seed's 1 token per byte, several times the real count), chunks are packed by
+:func:`estimate_tokens` instead: a content count that stays above what BPE tokenizers count for
+ASCII text (a letter run of L letters is ceil(L / 5) tokens; a non-ASCII character counts its UTF-8
+bytes, as before). Packing by bytes at 1 token per byte filled about a quarter of each request
+(issue 30: 60 requests for a 30-turn prefix in an 8k window).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -24,6 +32,11 @@ FRAME_MARGIN_TOKENS = 64
 MESSAGE_FRAMING_BYTES = 48
 CALL_FRAMING_BYTES = 32
 CHUNK_WRAPPER_BYTES = 512
+MESSAGE_FRAMING_TOKENS = 16
+CALL_FRAMING_TOKENS = 16
+CHUNK_WRAPPER_TOKENS = 192
+"""The same framing counted in tokens (by estimate: a provisional rate): the core's wrappers are
+about 400 ASCII bytes, a message's ``[role]`` line a few tokens."""
 MIN_CHUNK_BYTES = 2048
 """A summary request with room for less transcript than this cannot make progress."""
 _MARKER = "[... {count} chars omitted ...]"
@@ -59,13 +72,31 @@ class RequestBudget:
     capacity: int
     output_reserve: int
     tokens_per_byte: float
+    provisional: bool = False
+    """The rate is the budget's provisional one: chunks are packed by :func:`estimate_tokens`."""
 
     def as_state(self) -> dict[str, Any]:
-        return {
+        state: dict[str, Any] = {
             "capacity": self.capacity,
             "output_reserve": self.output_reserve,
             "tokens_per_byte": self.tokens_per_byte,
         }
+        if self.provisional:
+            state["provisional"] = True
+        return state
+
+    def size(self, message: dict[str, Any]) -> int:
+        """What ``message`` counts for in a chunk, in this budget's unit (bytes, or estimated tokens)."""
+        return message_tokens(message) if self.provisional else message_bytes(message)
+
+    @property
+    def wrapper(self) -> int:
+        """What the core's wrappers count for in a chunk, in this budget's unit."""
+        return CHUNK_WRAPPER_TOKENS if self.provisional else CHUNK_WRAPPER_BYTES
+
+    def transcript_size(self, messages: list[dict[str, Any]]) -> int:
+        """What ``messages`` count for as one chunk (wrapper included), in this budget's unit."""
+        return self.wrapper + sum(self.size(m) for m in messages)
 
 
 def _count(value: Any) -> TypeGuard[int]:
@@ -81,20 +112,26 @@ def request_budget(value: Any) -> RequestBudget | None:
         return None
     if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not math.isfinite(rate) or rate <= 0:
         rate = 1.0
-    return RequestBudget(capacity, reserve, float(rate))
+    return RequestBudget(capacity, reserve, float(rate), value.get("provisional") is True)
 
 
 def transcript_limit(budget: RequestBudget, prompt: str, *, summary_so_far: bool = True) -> tuple[int, int]:
-    """``(tokens, bytes)`` of transcript one summary request with ``prompt`` may hold.
+    """``(tokens, size)`` of transcript one summary request with ``prompt`` may hold; ``size`` is in
+    the budget's unit (UTF-8 bytes, or estimated tokens when the rate is provisional).
 
     ``summary_so_far``: the request also carries the summary of the earlier chunks, which may
     be as long as a reply (``output_reserve``); the first request carries none.
     """
-    prompt_tokens = math.ceil(utf8_len(prompt) * budget.tokens_per_byte)
+    if budget.provisional:
+        prompt_tokens = estimate_tokens(prompt)
+    else:
+        prompt_tokens = math.ceil(utf8_len(prompt) * budget.tokens_per_byte)
     carried = budget.output_reserve if summary_so_far else 0
     tokens = budget.capacity - carried - prompt_tokens - FRAME_MARGIN_TOKENS
     if tokens <= 0:
         return tokens, 0
+    if budget.provisional:
+        return tokens, tokens
     limit = math.floor(tokens / budget.tokens_per_byte)
     while limit > 0 and math.ceil(limit * budget.tokens_per_byte) > tokens:
         limit -= 1  # floating point must never round a chunk over its limit
@@ -129,6 +166,58 @@ def message_bytes(message: dict[str, Any]) -> int:
     calls = message.get("tool_calls")
     if isinstance(calls, list):
         size += sum(_call_bytes(call) for call in calls)
+    return size
+
+
+_PIECES = re.compile(r" ?[A-Za-z]+| ?[0-9]{1,3}|[^\x00-\x7f]| ?[^\sA-Za-z0-9\x80-\U0010ffff]|\s+")
+LETTERS_PER_TOKEN = 5
+
+
+def estimate_tokens(text: str) -> int:
+    """A content count of ``text`` kept above what BPE tokenizers count for ASCII text.
+
+    GPT-2-style pieces: a letter run of L letters is ceil(L / 5) tokens, 1-3 digits, one punctuation
+    character or a whitespace run of up to 4 one token each; a non-ASCII character counts its UTF-8
+    bytes (what 1 token per byte counted before: scripts differ too much between tokenizers).
+    """
+    count = 0
+    for match in _PIECES.finditer(text):
+        piece = match.group()
+        tail = piece[-1]
+        if tail.isascii() and tail.isalpha():
+            count += (len(piece.lstrip(" ")) + LETTERS_PER_TOKEN - 1) // LETTERS_PER_TOKEN
+        elif not tail.isascii():
+            count += utf8_len(piece)
+        elif piece.isspace():
+            count += (len(piece) + 3) // 4
+        else:
+            count += 1
+    return count
+
+
+def message_tokens(message: dict[str, Any]) -> int:
+    """:func:`message_bytes` with :func:`estimate_tokens` for the text, framing in tokens."""
+    size = MESSAGE_FRAMING_TOKENS
+    for key in ("role", "content", "tool_call_id"):
+        value = message.get(key)
+        if isinstance(value, str):
+            size += estimate_tokens(value)
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        size += sum(_call_tokens(call) for call in calls)
+    return size
+
+
+def _call_tokens(call: Any) -> int:
+    if not isinstance(call, dict):
+        return CALL_FRAMING_TOKENS
+    function = call.get("function")
+    if not isinstance(function, dict):
+        function = {}
+    size = CALL_FRAMING_TOKENS
+    for value in (call.get("id"), function.get("name"), function.get("arguments")):
+        if isinstance(value, str):
+            size += estimate_tokens(value)
     return size
 
 
@@ -238,6 +327,8 @@ class Split:
     limits: list[int]
     shortened: int = 0
     batches_split: int = 0
+    divided: int = 0
+    """Messages divided between two requests."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -255,48 +346,143 @@ def _units(messages: list[dict[str, Any]]) -> list[tuple[int, int]]:
     return units
 
 
-def split(messages: list[dict[str, Any]], first: int, later: int) -> Split:
-    """Pack ``messages`` in order into chunks: the first at most ``first`` bytes (wrapper
-    included), every later one at most ``later`` bytes (it also carries the summary so far)."""
-    sizes = [message_bytes(m) for m in messages]
-    result = Split(chunks=[], sizes=[], limits=[])
-    current: list[dict[str, Any]] = []
-    used = CHUNK_WRAPPER_BYTES
-    limit = first
+DIVIDE_SHARE = 8
+"""A message is divided between two requests when what is left of a request is at least an
+eighth of it (and :data:`MIN_DIVIDE` units): moving it whole would leave that much unused."""
+MIN_DIVIDE = 256
+CONTINUES = "\n[... continues in the next part]"
+CONTINUED = "[... continued from the previous part]\n"
 
-    def flush() -> None:
-        nonlocal current, used, limit
-        if current:
-            result.chunks.append(current)
-            result.sizes.append(used)
-            result.limits.append(limit)
-            limit = later
-        current, used = [], CHUNK_WRAPPER_BYTES
 
+def divisible(message: dict[str, Any]) -> bool:
+    """A message whose text may be divided between two summary requests: text only, no tool calls."""
+    content = message.get("content")
+    return isinstance(content, str) and len(content) > 1 and not message.get("tool_calls")
+
+
+def divide(message: dict[str, Any], room: int, size_of: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``message`` as a head that fits ``room`` (ending with :data:`CONTINUES`) and the rest
+    (starting with :data:`CONTINUED`), cut at a line or word end where one is near; None when no
+    useful head fits."""
+    content = message["content"]
+    low, high = 0, len(content) - 1
+    while low < high:  # the longest head that fits
+        middle = (low + high + 1) // 2
+        if size_of({**message, "content": content[:middle] + CONTINUES}) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    if low < len(content) // 20 or low == 0:
+        return None
+    window = content[max(0, low - low // 10) : low]
+    for separator in ("\n", " "):
+        position = window.rfind(separator)
+        if position > 0:
+            low = low - len(window) + position + 1
+            break
+    return {**message, "content": content[:low] + CONTINUES}, {**message, "content": CONTINUED + content[low:]}
+
+
+class _Packer:
+    """Fills chunks in order; the first holds at most ``first``, every later one ``later``."""
+
+    def __init__(self, first: int, later: int, size_of: Any, wrapper: int) -> None:
+        self.later = later
+        self.size_of = size_of
+        self.wrapper = wrapper
+        self.result = Split(chunks=[], sizes=[], limits=[])
+        self.current: list[dict[str, Any]] = []
+        self.used = wrapper
+        self.limit = first
+
+    @property
+    def left(self) -> int:
+        return self.limit - self.used
+
+    def add(self, message: dict[str, Any], size: int) -> None:
+        self.current.append(message)
+        self.used += size
+
+    def flush(self) -> None:
+        if self.current:
+            self.result.chunks.append(self.current)
+            self.result.sizes.append(self.used)
+            self.result.limits.append(self.limit)
+            self.limit = self.later
+        self.current, self.used = [], self.wrapper
+
+    def fill_with(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Put the head of ``message`` in what is left of this chunk (then closed); the rest, or
+        None when dividing would not pay."""
+        if not divisible(message) or self.left < max(MIN_DIVIDE, self.limit // DIVIDE_SHARE):
+            return None
+        if self.wrapper + self.size_of(message) > self.later:
+            return None  # larger than a request: shortened as before, never spread over many
+        parts = divide(message, self.left, self.size_of)
+        if parts is None:
+            return None
+        self.add(parts[0], self.size_of(parts[0]))
+        self.result.divided += 1
+        self.flush()
+        return parts[1]
+
+    def place(self, message: dict[str, Any]) -> None:
+        """One message that does not fit what is left: divided with the next chunk, moved to it, or
+        shortened to one."""
+        rest = self.fill_with(message)
+        if rest is not None:
+            message = rest
+        size = self.size_of(message)
+        if size <= self.left:
+            self.add(message, size)
+            return
+        self.flush()
+        cap = self.limit - self.wrapper
+        if size > cap:
+            message = shrink(message, cap)
+            size = self.size_of(message)
+            self.result.shortened += 1
+        self.add(message, size)
+
+
+def split(
+    messages: list[dict[str, Any]],
+    first: int,
+    later: int,
+    size_of: Any = message_bytes,
+    wrapper: int = CHUNK_WRAPPER_BYTES,
+) -> Split:
+    """Pack ``messages`` in order into chunks: the first at most ``first`` (wrapper included),
+    every later one at most ``later`` (it also carries the summary so far), counted by ``size_of``
+    (UTF-8 bytes by default; never more than a message's bytes, so shrinking to bytes is safe),
+    ``wrapper`` counted once per chunk in the same unit.
+
+    Each chunk is filled: a text message that does not fit what is left of one is divided
+    between it and the next (:func:`divide`), so a request is never closed with an eighth or more
+    of it unused; a tool call and its results move on whole when they fit one request.
+    """
+    sizes = [size_of(m) for m in messages]
+    packer = _Packer(first, later, size_of, wrapper)
     for start, end in _units(messages):
         total = sum(sizes[start:end])
-        if used + total <= limit:
-            current.extend(messages[start:end])
-            used += total
+        if total <= packer.left:
+            for index in range(start, end):
+                packer.add(messages[index], sizes[index])
             continue
-        if CHUNK_WRAPPER_BYTES + total <= later:
-            flush()
-            current.extend(messages[start:end])
-            used += total
+        if end - start == 1:
+            packer.place(messages[start])
+            continue
+        if wrapper + total <= later:
+            packer.flush()
+            for index in range(start, end):
+                packer.add(messages[index], sizes[index])
             continue
         # The batch alone is larger than a chunk: correctness of size wins over keeping it whole.
-        if end - start > 1:
-            result.batches_split += 1
+        packer.result.batches_split += 1
         for index in range(start, end):
-            message, size = messages[index], sizes[index]
-            if used + size > limit:
-                flush()
-            cap = limit - CHUNK_WRAPPER_BYTES
-            if size > cap:
-                message = shrink(message, cap)
-                size = message_bytes(message)
-                result.shortened += 1
-            current.append(message)
-            used += size
-    flush()
-    return result
+            if sizes[index] <= packer.left:
+                packer.add(messages[index], sizes[index])
+            else:
+                packer.place(messages[index])
+    packer.flush()
+    return packer.result

@@ -18,7 +18,18 @@ PROMPT_MAX_CHARS = 32000
 LOCAL_MAX_CHARS_RANGE = (1000, 32000)
 IMAGE_MODES = ("keep", "omit", "describe")
 MODES = ("model", "local")
-KNOWN_FIELDS = ("enabled", "keep_recent", "images", "prompt", "mode", "local_max_chars", "cache", "model_sections")
+UNFINISHED_SUMMARY = ("local", "fail")
+KNOWN_FIELDS = (
+    "enabled",
+    "keep_recent",
+    "images",
+    "prompt",
+    "mode",
+    "local_max_chars",
+    "cache",
+    "on_unfinished_summary",
+    "model_sections",
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,9 @@ class CompactConfig:
     mode: str = "model"
     local_max_chars: int = 8000
     cache: bool = True
+    on_unfinished_summary: str = "local"
+    """When a model summary did not finish normally (``previous_attempt`` reason
+    ``summary_not_finished``): ``local`` answers with the local summary, ``fail`` declines."""
     model_sections: bool = True
     """Model mode appends the coding sections (task statement, requests, action log) to the reply."""
     source: str = "defaults"
@@ -69,6 +83,11 @@ def parse_config(config: WorkerConfig) -> CompactConfig:
     cache = data.get("cache", True)
     if not isinstance(cache, bool):
         raise WorkerError(f"{where}: cache must be true or false, got {cache!r}")
+    unfinished = data.get("on_unfinished_summary", "local")
+    if unfinished not in UNFINISHED_SUMMARY:
+        raise WorkerError(
+            f"{where}: on_unfinished_summary must be one of {', '.join(UNFINISHED_SUMMARY)}, got {unfinished!r}"
+        )
     model_sections = data.get("model_sections", True)
     if not isinstance(model_sections, bool):
         raise WorkerError(f"{where}: model_sections must be true or false, got {model_sections!r}")
@@ -86,6 +105,7 @@ def parse_config(config: WorkerConfig) -> CompactConfig:
         mode=mode,
         local_max_chars=local_max,
         cache=cache,
+        on_unfinished_summary=unfinished,
         model_sections=model_sections,
         source=config.path or "defaults",
     )

@@ -64,6 +64,8 @@ REASONS: dict[str, str] = {
     "no_safe_cut": "skipped: no cut point outside tool batches leaves keep_recent messages",
     "nothing_to_compact": "skipped: the only older content is the previous summary",
     "suffix_over_budget": "skipped: no allowed cut, down to the newest real user message, fits the budget",
+    "summary_not_finished": "skipped: the model summary did not finish normally and compact.json has "
+    "on_unfinished_summary: fail",
     # before_compact
     "model_prompt_prepared": "prepared: prompt + prepared transcript for the core's summary request",
     "model_chunks_prepared": "prepared: the transcript is summarised in several requests (chunks)",

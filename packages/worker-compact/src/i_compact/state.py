@@ -66,6 +66,9 @@ class CompactState:
     images_downgraded: str | None = None
     check: dict[str, Any] | None = None
     """The ledger check's progress across repair rounds."""
+    fallback: str | None = None
+    """``local``: this plan answers with the local summary although compact.json says model (the
+    model summary of the previous plan did not finish normally)."""
     plan: dict[str, Any] | None = None
     last_attempt: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -134,6 +137,7 @@ _KINDS: dict[str, type | str] = {
     "chunking": dict,
     "images_downgraded": str,
     "check": dict,
+    "fallback": str,
     "plan": dict,
     "last_attempt": dict,
 }

@@ -29,7 +29,7 @@ def before_compact(data: dict[str, Any], request: Request, worker_line: str) -> 
         out["state"] = state.to_json()
         return out
     out.pop("summary", None)
-    if config.mode == "local":
+    if config.mode == "local" or (state.fallback == "local" and state.cut == data.get("cut")):
         from .local import local_route
 
         return local_route(out, state, config, images)

@@ -26,7 +26,7 @@ def chunked(
     if budget is None:
         return None  # no capacity known (an old budget worker): one request, as before
     first_tokens, first = chunks.transcript_limit(budget, prompt, summary_so_far=False)
-    if chunks.transcript_bytes(messages) <= first:
+    if budget.transcript_size(messages) <= first:
         return None
     try:
         later_prompt = chunks.update_prompt(base_prompt)
@@ -38,15 +38,17 @@ def chunked(
         _too_small(request, state, budget, tokens)
     if later > first:
         tokens, later = first_tokens, first
-    result = chunks.split(messages, first, later)
+    result = chunks.split(messages, first, later, budget.size, budget.wrapper)
     state.chunking = {
         "limitTokens": {"first": first_tokens, "later": tokens},
         "limitBytes": {"first": first, "later": later},
+        "unit": "estimated tokens (provisional rate)" if budget.provisional else "bytes",
         "tokensPerByte": budget.tokens_per_byte,
         "chunks": len(result.chunks),
         "bytes": result.sizes,
         "shortenedMessages": result.shortened,
         "batchesSplit": result.batches_split,
+        "dividedMessages": result.divided,
     }
     return result
 

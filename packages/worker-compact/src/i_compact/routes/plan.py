@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from i_protocol import Request
@@ -24,6 +24,8 @@ from ..normalize import normalize_summary
 from ..state import STATE_SCHEMA, CompactState
 from ..textsafe import scrub
 
+SUMMARY_NOT_FINISHED = "summary_not_finished"
+"""``previous_attempt.reason``: the model summary of the previous plan did not finish normally."""
 _BUDGET_FIELDS = (
     "fits",
     "estimate",
@@ -55,7 +57,7 @@ def compact_plan(data: dict[str, Any], request: Request, worker_line: str) -> di
     out = dict(data)
     out["cut"] = None
     out.pop("detail", None)
-    reason = _decline_reason(plan.config, plan.budget_result, plan.forced)
+    reason = _decline_reason(plan.config, plan.budget_result, plan.forced) or _unfinished_refusal(plan)
     choice = _choose(plan) if reason is None else None
     if choice is not None and choice.cut is not None:
         return _planned(out, plan, choice)
@@ -71,6 +73,9 @@ def _start(data: dict[str, Any], request: Request, worker_line: str) -> _Plan:
         raise CompactError("compact_plan: data.history must be a list of message objects")
     previous_attempt = _previous_attempt(data.get("previous_attempt"), request)
     config = load_config(request)
+    fallback = _fallback(config, previous_attempt)
+    if fallback is not None:
+        config = replace(config, mode=fallback)
     budget_result = data.get("budget_result")
     budget_result = budget_result if isinstance(budget_result, dict) else None
     estimates, problem = parse_cut_estimates((budget_result or {}).get("cut_estimates"))
@@ -80,23 +85,31 @@ def _start(data: dict[str, Any], request: Request, worker_line: str) -> _Plan:
         worker=worker_line,
         attempt=uuid.uuid4().hex,
         forced=forced,
-        policy={
-            "enabled": config.enabled,
-            "keep_recent": config.keep_recent,
-            "images": image_mode(config, data.get("budget"), data.get("model")),
-            "mode": config.mode,
-            "config": config.source,
-        },
+        policy=_policy(config, data),
         previous_summary=_canonical_previous(latest_summary(history)),
         budget={k: budget_result.get(k) for k in _BUDGET_FIELDS} if budget_result else None,
         previous_attempt=previous_attempt,
         request=_request_budget(budget_result, estimates),
+        fallback=fallback,
     )
     common: dict[str, Any] = {
         "cutEstimates": "invalid: " + problem if problem else ("present" if estimates is not None else None),
         "previousAttempt": previous_attempt,
     }
+    if fallback is not None:
+        common["fallback"] = "local summary: the model summary did not finish normally (on_unfinished_summary)"
     return _Plan(history, config, budget_result, forced, state, estimates, common)
+
+
+def _policy(config: CompactConfig, data: dict[str, Any]) -> dict[str, Any]:
+    """What the plan runs under (``state.policy``)."""
+    return {
+        "enabled": config.enabled,
+        "keep_recent": config.keep_recent,
+        "images": image_mode(config, data.get("budget"), data.get("model")),
+        "mode": config.mode,
+        "config": config.source,
+    }
 
 
 def _request_budget(budget_result: dict[str, Any] | None, estimates: Any) -> dict[str, Any] | None:
@@ -108,7 +121,8 @@ def _request_budget(budget_result: dict[str, Any] | None, estimates: Any) -> dic
     if not count(capacity) or not count(reserve):
         return None
     rate = estimates.tokens_per_byte if estimates is not None else None
-    budget = RequestBudget(capacity, reserve, rate or 1.0).as_state()
+    provisional = (budget_result or {}).get("provisional") is True
+    budget = RequestBudget(capacity, reserve, rate or 1.0, provisional).as_state()
     if rate is None:
         budget["tokens_per_byte_source"] = "default 1 token per byte (no cut_estimates)"
     return budget
@@ -127,7 +141,9 @@ def _choose(plan: _Plan) -> Any:
     budget = fit_budget(config, budget_result, plan.estimates, plan.sizes, history)
     if plan.estimates is not None and budget is None:
         plan.common["cutEstimates"] = "unusable: budget_result has no capacity/output_reserve"
-    previous_cut = plan.state.previous_attempt["cut"] if plan.state.previous_attempt else None
+    previous = plan.state.previous_attempt
+    # Only a cut that was over budget asks for a later one; an unfinished summary says nothing of it.
+    previous_cut = previous["cut"] if previous and previous["reason"] != SUMMARY_NOT_FINISHED else None
     over = (budget_result or {}).get("fits") is False
 
     def fit(budget: Any) -> Any:
@@ -212,6 +228,23 @@ def _previous_attempt(value: Any, request: Request) -> dict[str, Any] | None:
         fail(request, None, "invalid_request", message)
         raise CompactError(message)
     return {"cut": value["cut"], "reason": scrub(value["reason"])[:200]}
+
+
+def _fallback(config: CompactConfig, previous_attempt: dict[str, Any] | None) -> str | None:
+    """``local`` when the previous model summary did not finish and compact.json says to answer
+    with the local summary then (``on_unfinished_summary``)."""
+    unfinished = previous_attempt is not None and previous_attempt["reason"] == SUMMARY_NOT_FINISHED
+    if not unfinished or config.mode != "model" or config.on_unfinished_summary != "local":
+        return None
+    return "local"
+
+
+def _unfinished_refusal(plan: _Plan) -> str | None:
+    """``summary_not_finished`` when compact.json says to fail then (``on_unfinished_summary``)."""
+    previous = plan.state.previous_attempt
+    if previous is None or previous["reason"] != SUMMARY_NOT_FINISHED or plan.config.mode != "model":
+        return None
+    return SUMMARY_NOT_FINISHED if plan.config.on_unfinished_summary == "fail" else None
 
 
 def _decline_reason(config: CompactConfig, budget_result: dict[str, Any] | None, forced: bool) -> str | None:
