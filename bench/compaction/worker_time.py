@@ -29,12 +29,12 @@ from tau_bench import Worker
 LOW, HIGH = 100_000, 300_000
 
 
-def histories() -> list[tuple[str, list[dict[str, Any]]]]:
+def histories(every: bool) -> list[tuple[str, list[dict[str, Any]]]]:
     chosen = []
     for name, history in runs("dev"):
         for level in LEVELS:
             cut = history[: end_of(history, level)]
-            if LOW <= size(cut) <= HIGH:
+            if every or LOW <= size(cut) <= HIGH:
                 chosen.append((f"{name}@{level}", cut))
     return chosen
 
@@ -61,8 +61,9 @@ def main() -> int:
     parser.add_argument("--old", required=True, help="the baseline worker's source folder")
     parser.add_argument("--new", required=True, help="this tree's worker source folder")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--all", action="store_true", help="every cut of every run (40 KB to 650 KB)")
     args = parser.parse_args()
-    chosen = histories()
+    chosen = histories(args.all)
     times: dict[str, list[float]] = {"old": [], "new": []}
     first: dict[str, list[float]] = {"old": [], "new": []}
     with tempfile.TemporaryDirectory() as tmp:

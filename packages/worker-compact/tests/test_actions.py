@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from i_compact.actions import analyse, render, user_kinds
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from i_compact.actions import _names_reference, analyse, names, render, user_kinds
 from i_compact.local_summary import local_summary
 from i_compact.transcript import analyse as analyse_transcript
 
@@ -129,3 +132,19 @@ def test_an_earlier_summary_carries_the_statement_and_the_log() -> None:
         marked[SUMMARY_KEY] = True
     text = render(analyse(later), 20000, 12000)
     assert STATEMENT in text and "$ python repro_0.py" in text and "$ pytest -q" in text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab_AB./-#:0129 \n'`()[]?=*,;")), max_size=200))
+def test_names_by_tokens_are_the_names_of_the_whole_text(text: str) -> None:
+    assert set(names(text)) == set(_names_reference(text))
+
+
+def test_names_of_code_and_prose() -> None:
+    text = (
+        "See `UrlParser.split_host` in src/urls.py (https://x.io/a?b=1) and fix_host, PROJ-12 #123 HAT202 2024-05-20."
+    )
+    assert names(text) == _names_reference(text)
+    assert {"UrlParser.split_host", "src/urls.py", "https://x.io/a?b=1", "fix_host", "#123", "HAT202"} <= set(
+        names(text)
+    )

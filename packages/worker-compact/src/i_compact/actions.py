@@ -92,10 +92,28 @@ _CLOSE = "</user_request>"
 _BLOCK = re.compile(r'<user_request n="(\d+)"( part="[^"]*")?>\n(.*?)\n</user_request>', re.S)
 
 
+_TOKEN = re.compile(r"[^\s\"'`<>()\[\]{}]{4,}")
+"""A run that may hold names: the name pattern then runs on such runs only, never on plain words."""
+
+
 def names(text: str) -> list[str]:
-    """Code names in ``text``, in order, once: paths, URLs, dotted/snake/Camel names, issue ids."""
-    found = dict.fromkeys(n.rstrip(".,:;") for n in _NAME.findall(text))
-    return [n for n in found if len(n) >= 4 and not n.startswith("//")]
+    """Code names in ``text``, in order, once: paths, URLs, dotted/snake/Camel names, issue ids,
+    codes and dates."""
+    found: dict[str, None] = {}
+    for token in _TOKEN.findall(text):
+        core = token.strip(".,:;!?*&|=+")
+        if len(core) < 4 or _plain(core):
+            continue
+        for name in _NAME.findall(token):
+            name = name.rstrip(".,:;")
+            if len(name) >= 4 and not name.startswith("//"):
+                found[name] = None
+    return list(found)
+
+
+def _plain(token: str) -> bool:
+    """A word of letters only, all lower or all upper case or capitalised: never a name."""
+    return token.isalpha() and (token.islower() or token.isupper() or (token[0].isupper() and token[1:].islower()))
 
 
 # -- who speaks ---------------------------------------------------------------------------
@@ -112,6 +130,11 @@ def user_kinds(messages: list[dict[str, Any]]) -> dict[int, str]:
     kinds = _user_kinds(messages)
     _KINDS[:] = [(messages, len(messages), kinds)]
     return kinds
+
+
+def _names_reference(text: str) -> list[str]:  # the pattern over the whole text (tests compare)
+    found = dict.fromkeys(n.rstrip(".,:;") for n in _NAME.findall(text))
+    return [n for n in found if len(n) >= 4 and not n.startswith("//")]
 
 
 def _key(text: str) -> str:
