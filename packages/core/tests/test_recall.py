@@ -8,6 +8,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from i_core.archive import Generation
 from i_core.tools import BUILTIN_NAMES, FREE_TOOLS, ToolContext, ToolError, execute, prepare
@@ -77,10 +79,9 @@ def test_a_span_partly_outside_the_archive_says_what_is_recallable(tmp_path: Pat
         recall(ctx, tool_call_id="call_zz")
 
 
-def parts_of(ctx: ToolContext, **arguments) -> list[tuple[str, str]]:
-    """Every part of one recall, following each part's next offset: (header, text) pairs."""
+def parts_of(ctx: ToolContext, offset: int | None = None, **arguments) -> list[tuple[str, str]]:
+    """Every part of one recall from ``offset``, following each part's next offset: (header, text) pairs."""
     found = []
-    offset = None
     while True:
         extra = {} if offset is None else {"offset": offset}
         out = recall(ctx, **arguments, **extra)
@@ -285,3 +286,18 @@ def test_without_an_archive_recall_says_nothing_is_archived(tmp_path: Path) -> N
         recall(context(tmp_path, None), span="1")
     with pytest.raises(ToolError, match="nothing is archived in this session yet"):
         recall(context(tmp_path, []), span="1")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    contents=st.lists(st.text(min_size=0, max_size=1500), min_size=1, max_size=6),
+    budget=st.integers(min_value=600, max_value=4000),
+)
+def test_any_text_in_parts_joins_exactly_and_each_part_fits(tmp_path: Path, contents: list[str], budget: int) -> None:
+    messages = [{"role": "user", "content": text} for text in contents]
+    ctx = context(tmp_path, [Generation(1, 1, messages)], output_bytes=budget)
+    from i_core.tools.recall import _masked  # the expected text masks what recall masks
+
+    expected = "\n".join(f"[span {n}] {orjson.dumps(_masked(m)[0]).decode()}" for n, m in enumerate(messages, start=1))
+    parts = parts_of(ctx, span=f"1-{len(messages)}", offset=0)
+    assert "".join(text for _header, text in parts) == expected
