@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders import assistant, summary, tool, user
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,23 +13,6 @@ from i_compact.local_summary import local_summary
 from i_compact.transcript import analyse as analyse_transcript
 
 STATEMENT = "Fix the crash in `parse_url`.\r\n\r\nWhen done, submit with:\r\necho COMPLETE && git diff --cached\r\n"
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def assistant(text: str, calls: list[tuple[str, str, str]] = ()) -> dict[str, Any]:  # type: ignore[assignment]
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if calls:
-        message["tool_calls"] = [
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}} for cid, name, args in calls
-        ]
-    return message
-
-
-def tool(cid: str, text: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": cid, "content": text}
 
 
 def autonomous_run() -> list[dict[str, Any]]:
@@ -122,14 +106,7 @@ def test_a_small_window_keeps_every_section_within_the_room() -> None:
 
 def test_an_earlier_summary_carries_the_statement_and_the_log() -> None:
     first = render(analyse(autonomous_run()), 20000, 12000)
-    marked = {"role": "user", "content": first, "_compaction": {"kind": "summary"}}
-    later = [marked, assistant("```bash\npytest -q\n```"), user("<returncode>0</returncode>")]
-    from i_protocol.history import is_summary
-
-    if not is_summary(marked):  # the marker's shape is the protocol's; build it the protocol's way
-        from i_protocol.history import SUMMARY_KEY  # type: ignore[attr-defined]
-
-        marked[SUMMARY_KEY] = True
+    later = [summary(first), assistant("```bash\npytest -q\n```"), user("<returncode>0</returncode>")]
     text = render(analyse(later), 20000, 12000)
     assert STATEMENT in text and "$ python repro_0.py" in text and "$ pytest -q" in text
 
