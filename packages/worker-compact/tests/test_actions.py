@@ -8,7 +8,7 @@ from builders import assistant, summary, tool, user
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from i_compact.actions import _names_reference, analyse, names, render, user_kinds
+from i_compact.actions import _NAME, analyse, names, render, user_kinds
 from i_compact.local_summary import local_summary
 from i_compact.transcript import analyse as analyse_transcript
 
@@ -109,6 +109,12 @@ def test_an_earlier_summary_carries_the_statement_and_the_log() -> None:
     later = [summary(first), assistant("```bash\npytest -q\n```"), user("<returncode>0</returncode>")]
     text = render(analyse(later), 20000, 12000)
     assert STATEMENT in text and "$ python repro_0.py" in text and "$ pytest -q" in text
+
+
+def _names_reference(text: str) -> list[str]:
+    """The name pattern over the whole text, as ``names`` found them before it went per token."""
+    found = dict.fromkeys(n.rstrip(".,:;") for n in _NAME.findall(text))
+    return [n for n in found if len(n) >= 4 and not n.startswith("//")]
 
 
 @settings(max_examples=300, deadline=None)

@@ -132,11 +132,6 @@ def user_kinds(messages: list[dict[str, Any]]) -> dict[int, str]:
     return kinds
 
 
-def _names_reference(text: str) -> list[str]:  # the pattern over the whole text (tests compare)
-    found = dict.fromkeys(n.rstrip(".,:;") for n in _NAME.findall(text))
-    return [n for n in found if len(n) >= 4 and not n.startswith("//")]
-
-
 def _key(text: str) -> str:
     """What two repeats share: the words, standalone numbers and quoted text masked (of a long
     message, its head and tail)."""

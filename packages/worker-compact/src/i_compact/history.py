@@ -50,19 +50,10 @@ def is_real_user(history: list[dict[str, Any]], index: int) -> bool:
     )
 
 
-_KINDS: list[tuple[list[dict[str, Any]], int, dict[int, str]]] = []
-
-
 def _kinds(history: list[dict[str, Any]]) -> dict[int, str]:
-    """``actions.user_kinds`` of ``history``, once per history (the planner asks per message; a
-    history is never changed in place while a hook plans on it)."""
-    if _KINDS and _KINDS[0][0] is history and _KINDS[0][1] == len(history):
-        return _KINDS[0][2]
-    from .actions import user_kinds
+    from .actions import user_kinds  # computed once per list there
 
-    kinds = user_kinds(history)
-    _KINDS[:] = [(history, len(history), kinds)]
-    return kinds
+    return user_kinds(history)
 
 
 def request_text(message: dict[str, Any]) -> str:

@@ -142,7 +142,6 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
         _carry(text_of(messages[0]), sections)
     # Evidence, blockers and secret references, oldest first (after what an earlier summary carried).
     found: dict[str, list[_Entry]] = {name: [*sections[name]] for name in ("Evidence", "Blockers", _SECRET_REFS)}
-    users: list[str] = []
     last_assistant = ""
     image_count = 0
     for index, message in enumerate(messages):
@@ -154,8 +153,6 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
             )
         if role == "user" and not is_summary(message) and "_context" not in message:
             text = _clean(request_text(message))
-            if text:
-                users.append(text)
             found[_SECRET_REFS] += [f"{ref} in a user message" for ref in secret_references(text)[:5]]
         elif role == "assistant":
             raw = text_of(message)
@@ -169,7 +166,6 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
                         _add(sections, "Checks not run", _quote(sentence, _QUOTE))
         elif role == "tool":
             _result(message, analysis, index, found)
-    del users  # every request is verbatim in the Requests section (:mod:`actions`)
     if last_assistant:
         sections["Next step"] = [f"last assistant message: {_quote(_clean(last_assistant), 400)}"]
     if image_count:
