@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from builders import assistant, summary, tool, user
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from i_compact.actions import _NAME, analyse, names, render, user_kinds
+from i_compact.actions import _EXT, analyse, names, render, user_kinds
 from i_compact.local_summary import local_summary
 from i_compact.transcript import analyse as analyse_transcript
 
@@ -111,9 +112,23 @@ def test_an_earlier_summary_carries_the_statement_and_the_log() -> None:
     assert STATEMENT in text and "$ python repro_0.py" in text and "$ pytest -q" in text
 
 
+_REFERENCE = re.compile(
+    r"https?://[^\s\"'`<>()\[\]{}]+"
+    r"|(?<![\w/.-])(?:[\w.-]*\w/)+[\w.-]*\w"
+    rf"|(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:{_EXT})(?![\w-])"
+    r"|(?<![\w./-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?!\w)"
+    r"|(?<!\w)_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*(?!\w)"
+    r"|(?<!\w)(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][A-Za-z0-9]*)+)(?!\w)"
+    r"|(?<![\w#])#\d{2,}(?!\w)"
+    r"|(?<![\w-])(?=[A-Z0-9]*[A-Z])(?=[A-Z0-9]*\d)[A-Z0-9]{5,}(?![\w-])"
+    r"|(?<![\w-])\d{4}-\d{2}-\d{2}(?![\w-])"
+)
+"""Each kind of name with its own boundary: the readable form of ``actions._NAME``."""
+
+
 def _names_reference(text: str) -> list[str]:
-    """The name pattern over the whole text, as ``names`` found them before it went per token."""
-    found = dict.fromkeys(n.rstrip(".,:;") for n in _NAME.findall(text))
+    """The readable pattern over the whole text, as ``names`` found them before it went per token."""
+    found = dict.fromkeys(n.rstrip(".,:;") for n in _REFERENCE.findall(text))
     return [n for n in found if len(n) >= 4 and not n.startswith("//")]
 
 
@@ -121,6 +136,15 @@ def _names_reference(text: str) -> list[str]:
 @given(st.text(alphabet=st.sampled_from(list("ab_AB./-#:0129 \n'`()[]?=*,;")), max_size=200))
 def test_names_by_tokens_are_the_names_of_the_whole_text(text: str) -> None:
     assert set(names(text)) == set(_names_reference(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["src/a.py", "a.b_c", "fooBar", "#12", "X7BYG1", "word", "x/y.", "--", "é"]), max_size=40)
+)
+def test_names_come_in_the_order_of_their_first_place(words: list[str]) -> None:
+    text = " ".join(words)
+    assert names(text) == _names_reference(text)
 
 
 def test_names_of_code_and_prose() -> None:

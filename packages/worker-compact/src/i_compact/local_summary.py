@@ -84,6 +84,8 @@ _STATEMENT_WORDS = (
     *("not ", "haven", "skipp", "still need", "todo"),
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+SENTENCES_CHARS = 20_000
+"""Decisions and unrun checks are looked for in the head of an assistant message."""
 _HEADING = re.compile(r"^##\s+(.+?)\s*$")
 
 
@@ -158,8 +160,10 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
             raw = text_of(message)
             if raw.strip():
                 last_assistant = raw
-            if _has_statement(raw.lower()):
-                for sentence in _sentences(_clean(raw)):
+            cleaned = _clean(raw) if _has_statement(raw.lower()) else ""
+            if _DECISION.search(cleaned, 0, SENTENCES_CHARS) or _UNRUN.search(cleaned, 0, SENTENCES_CHARS):
+                # A sentence is a part of the text: none matches when the text does not (one scan).
+                for sentence in _sentences(cleaned):
                     if _DECISION.search(sentence):
                         _add(sections, "Decisions", _quote(sentence, _QUOTE))
                     if _UNRUN.search(sentence):
@@ -343,4 +347,4 @@ def _quote(text: str, limit: int) -> str:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text[:20000]) if s.strip()][:200]
+    return [s.strip() for s in _SENTENCE.split(text[:SENTENCES_CHARS]) if s.strip()][:200]

@@ -11,12 +11,21 @@ import re
 
 from i_protocol import secrets
 
+from .request_memory import per_request
+
 __all__ = ["redact", "secret_references"]
+
+_REDACTED: dict[str, str] = per_request({})
+"""Each text's redaction, for one request: the ledger, the action log and the
+evidence read the same messages (about a third of a local compaction's redaction work)."""
 
 
 def redact(text: str) -> str:
     """``text`` with secret-looking values replaced by a marker naming their kind."""
-    return secrets.redact(text)[0]
+    done = _REDACTED.get(text)
+    if done is None:
+        done = _REDACTED[text] = secrets.redact(text)[0]
+    return done
 
 
 _MARK = re.escape(secrets.MARKER).replace(re.escape("{name}"), r"(\w+)")

@@ -11,6 +11,7 @@ from typing import Any
 from i_protocol import Request, Worker
 
 from . import diagnostics as diag
+from . import request_memory
 from .__about__ import __version__
 
 worker = Worker("compact", __version__, dist_name="i-worker-compact")
@@ -20,29 +21,32 @@ worker.extensions = ("after_compact_commit", "after_compact_rounds", "chunks", "
 Handler = Callable[[dict[str, Any], Request], dict[str, Any]]
 
 
-def _acyclic(handler: Handler) -> Handler:
-    """Run ``handler`` with the cyclic garbage collector paused.
+def _per_request(handler: Handler) -> Handler:
+    """Run ``handler`` with the cyclic garbage collector paused, and drop what the request kept.
 
     Planning and summarising a long history allocate tens of thousands of short-lived,
     acyclic objects; the collector would run dozens of times per request and find nothing
     (about 6% of a 10,000-message local compaction). Reference counting still frees them.
+    What one request remembers (names per run, redactions, the analysis of its messages) is
+    forgotten after it, so no request's time depends on an earlier one and no history stays alive.
     """
 
     @functools.wraps(handler)
     def run(data: dict[str, Any], request: Request) -> dict[str, Any]:
-        if not gc.isenabled():
-            return handler(data, request)
+        collecting = gc.isenabled()
         gc.disable()
         try:
             return handler(data, request)
         finally:
-            gc.enable()
+            request_memory.forget()
+            if collecting:
+                gc.enable()
 
     return run
 
 
 @worker.hook("compact_plan")
-@_acyclic
+@_per_request
 def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Choose ``cut`` (or decline with ``reason``) and return the opaque ``state``."""
     from .routes.plan import compact_plan as plan
@@ -51,7 +55,7 @@ def compact_plan(data: dict[str, Any], request: Request) -> dict[str, Any]:
 
 
 @worker.hook("before_compact")
-@_acyclic
+@_per_request
 def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Return ``prompt`` + prepared ``messages`` (model mode) or a local ``summary``."""
     from .routes.before import before_compact as prepare
@@ -60,6 +64,7 @@ def before_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
 
 
 @worker.hook("after_compact")
+@_per_request
 def after_compact(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Normalize ``summary`` to one canonical block, checked against the ledger; an empty or
     non-string one fails.
