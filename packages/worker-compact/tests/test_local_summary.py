@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import orjson
 from builders import assistant, tool, user
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from i_compact import local_summary as summaries
 from i_compact.local_summary import local_summary
 from i_compact.state_record import parse_record
 from i_compact.transcript import analyse
@@ -172,3 +175,20 @@ def test_patch_tools_report_the_files_they_touch() -> None:
         "docs/new.md": {"apply_patch": 1},
         "lib/old.rs": {"apply_patch": 1},
     }
+
+
+_PHRASES = ["decided", "will use", "not run", "TODO", "fine", "x", ".", "!", " ", "\n", "  ", "going to", "Chose."]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PHRASES), max_size=40), st.integers(min_value=1, max_value=4))
+def test_statements_are_the_sentences_a_search_each_finds(parts: list[str], most: int) -> None:
+    text = "".join(parts)
+    kept = summaries.SENTENCES_MAX
+    summaries.SENTENCES_MAX = most  # a small cap, so the cap is exercised too
+    try:
+        for pattern in (summaries._DECISION, summaries._UNRUN):
+            each = [s.strip() for s in summaries._SENTENCE.split(text[: summaries.SENTENCES_CHARS]) if s.strip()]
+            assert summaries.statements(text, pattern) == [s for s in each[:most] if pattern.search(s)]
+    finally:
+        summaries.SENTENCES_MAX = kept

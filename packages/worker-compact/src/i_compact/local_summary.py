@@ -11,6 +11,7 @@ drops it counts), and evidence gives way first.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from typing import Any, TypeAlias
 
@@ -85,6 +86,7 @@ _STATEMENT_WORDS = (
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 SENTENCES_CHARS = 20_000
+SENTENCES_MAX = 200
 """Decisions and unrun checks are looked for in the head of an assistant message."""
 _HEADING = re.compile(r"^##\s+(.+?)\s*$")
 
@@ -160,14 +162,10 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
             raw = text_of(message)
             if raw.strip():
                 last_assistant = raw
-            cleaned = _clean(raw) if _has_statement(raw.lower()) else ""
-            if _DECISION.search(cleaned, 0, SENTENCES_CHARS) or _UNRUN.search(cleaned, 0, SENTENCES_CHARS):
-                # A sentence is a part of the text: none matches when the text does not (one scan).
-                for sentence in _sentences(cleaned):
-                    if _DECISION.search(sentence):
-                        _add(sections, "Decisions", _quote(sentence, _QUOTE))
-                    if _UNRUN.search(sentence):
-                        _add(sections, "Checks not run", _quote(sentence, _QUOTE))
+            if _has_statement(raw.lower()):
+                cleaned = _clean(raw)
+                sections["Decisions"] += [_quote(s, _QUOTE) for s in statements(cleaned, _DECISION)]
+                sections["Checks not run"] += [_quote(s, _QUOTE) for s in statements(cleaned, _UNRUN)]
         elif role == "tool":
             _result(message, analysis, index, found)
     if last_assistant:
@@ -308,10 +306,6 @@ def _expand_shared(entries: list[_Entry]) -> list[_Entry]:
     return expanded
 
 
-def _add(sections: dict[str, list[str]], name: str, item: str) -> None:
-    sections[name].append(item)
-
-
 def _evidence_text(sections: dict[str, list[str]], limit: int) -> str:
     """The evidence sections within ``limit`` UTF-8 bytes: lowest priority, oldest items first go."""
     text = _render(sections)
@@ -346,5 +340,34 @@ def _quote(text: str, limit: int) -> str:
     return f"“{text}”"
 
 
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text[:SENTENCES_CHARS]) if s.strip()][:200]
+def statements(text: str, pattern: re.Pattern[str]) -> list[str]:
+    """The sentences ``pattern`` finds, among the first :data:`SENTENCES_MAX` of the head of ``text``
+    (split at :data:`_SENTENCE`, stripped, empty ones left out).
+
+    One scan of the head finds the places worth a look (most messages have none); each sentence
+    holding one is then searched on its own, so the answer is exactly a search per sentence.
+    """
+    head = text[:SENTENCES_CHARS]
+    places = [match.start() for match in pattern.finditer(head)]
+    if not places:
+        return []
+    starts: list[int] = []
+    sentences: list[str] = []
+    start = 0
+    for cut in [*_SENTENCE.finditer(head), None]:
+        sentence = head[start : cut.start() if cut else len(head)].strip()
+        if sentence:
+            starts.append(start)
+            sentences.append(sentence)
+            if len(sentences) == SENTENCES_MAX:
+                break
+        start = cut.end() if cut else start
+    found: list[str] = []
+    tried = -1
+    for place in places:
+        index = bisect_right(starts, place) - 1
+        if index > tried:
+            tried = index
+            if pattern.search(sentences[index]):
+                found.append(sentences[index])
+    return found
