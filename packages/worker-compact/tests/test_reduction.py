@@ -9,6 +9,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from i_compact import reduction
 from i_compact.jsonspan import keyed_value_span, value_span
 from i_compact.reduction import (
     _ERROR_LINE,
@@ -270,3 +271,15 @@ def test_a_line_reports_an_error_in_the_lower_cased_scan_as_in_the_case_folding_
     assert _error_lines(line) == ([line.strip()[:300]] if expected and line.strip() else [])
     if line.isascii():
         assert (_ERROR_LINE_LOWER.search(line.lower()) is not None) == expected
+
+
+_RUNS = ["A" * 200, "b" * 150, "0123456789" * 20, "+/", "=", "==", " ", ".", "é", "Zz9" * 70]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_RUNS), max_size=12))
+def test_payloads_are_the_runs_the_pattern_finds_anywhere(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    anywhere = re.compile(r"[A-Za-z0-9+/]{400,}={0,2}")  # the rule; the module's form starts at a run
+    expected = anywhere.sub(reduction._raw_base64, text)
+    assert reduction.strip_payloads(text) == expected

@@ -3,6 +3,7 @@ at a cost that does not grow with the number of results that hold secrets (issue
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -93,3 +94,18 @@ def test_only_the_newest_results_are_redacted(results: int, monkeypatch: pytest.
         f"SERVICE_{i % 3}_TOKEN (secret_assignment) in the output of shell call call_{i}"
         for i in range(results - CAP, results)
     ]
+
+
+_NAMED_REFERENCE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{1,80})[\"']?\s*[:=]\s*[\"']?\[REDACTED:(\w+)\]")
+_PIECES = ["[REDACTED:secret_assignment]", "[REDACTED:bearer]", "DB_PASS", "a", "9", ".", "-", "_", "=", ":"]
+_PIECES += [" ", "\n", '"', "'", "[", "x" * 79, "Y" * 82, "é"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=25))
+def test_references_are_what_the_name_pattern_finds_everywhere(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    expected = [f"{name} ({kind})" for name, kind in _NAMED_REFERENCE.findall(text)]
+    if not expected:
+        expected = [f"unnamed {kind}" for kind in re.findall(r"\[REDACTED:(\w+)\]", text)]
+    assert secret_references(text) == expected

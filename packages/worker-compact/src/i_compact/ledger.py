@@ -48,8 +48,8 @@ CONSTRAINT_MAX = 600
 TOOL_TEXT_SCANNED = 200_000
 """Characters of tool output scanned for data and seen ids: the newest results (bulk is not
 state, and the record keeps only the newest of them anyway)."""
-_CONSTRAINT = re.compile(
-    r"(?i)\b(?:must|never|don'?t|do not|doesn'?t|only|always|approved?|approves|approval|accept(?:ed)?"
+_CONSTRAINT = re.compile(  # on lower-cased text: a case-blind pattern is twice as slow
+    r"\b(?:must|never|don'?t|do not|doesn'?t|only|always|approved?|approves|approval|accept(?:ed)?"
     r"|den(?:y|ied)|reject(?:ed)?|refuse[sd]?|forbid(?:den)?|not allowed|permission|without (?:asking|approval)"
     r"|ask (?:me )?(?:first|before)|go ahead|proceed|confirm(?:ed)?)\b|^\s*(?:yes|no)\b|/(?:accept|deny)\b"
 )
@@ -229,7 +229,7 @@ def _user(message: dict[str, Any], ledger: Ledger, pieces: list[str]) -> None:
     ledger.request = head(text, REQUEST_MAX, ledger, "request_chars")
     for sentence in _SENTENCE.split(text[:20000]):
         sentence = sentence.strip()
-        if sentence and _CONSTRAINT.search(sentence):
+        if sentence and _CONSTRAINT.search(sentence.lower()):
             quoted = head(sentence, CONSTRAINT_MAX, ledger, "constraint_chars")
             if quoted not in ledger.constraints:
                 ledger.constraints.append(quoted)
