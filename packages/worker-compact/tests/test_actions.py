@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from builders import assistant, summary, tool, user
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from i_compact.actions import _EXT, analyse, names, render, user_kinds
@@ -71,8 +71,29 @@ def test_the_statement_rides_on_top_of_the_bound_within_its_room() -> None:
 
 def test_the_log_gives_way_oldest_first_and_says_so() -> None:
     text = render(analyse(autonomous_run()), 900, 12000)
-    assert "older entries are in the span this summary replaced" in text
-    assert "repro_5.py" in text and "repro_0.py" not in text.split("## Action log", 1)[1]
+    log = text.split("## Action log", 1)[1]
+    assert "older entries are in the span this summary replaced" in log
+    assert "$ python repro_5.py" in log and "$ python repro_0.py" not in log
+
+
+def test_entries_that_go_leave_their_names_newest_first_and_not_those_held_elsewhere() -> None:
+    log = render(analyse(autonomous_run()), 900, 12000).split("## Action log", 1)[1]
+    moved, held = log.split("\n")[2:4]
+    assert moved.startswith("- (") and held.startswith("  names: ")
+    names = held.removeprefix("  names: ").split(", ")
+    assert "split_host_v0" in names and names.index("split_host_v1") < names.index("split_host_v0")
+    elsewhere = render(analyse(autonomous_run()), 900, 12000, held="split_host_v0 repro_0.py")
+    assert "split_host_v0" not in elsewhere.split("## Action log", 1)[1]
+
+
+def test_a_result_lists_its_values_before_its_json_keys() -> None:
+    result = '{"flight_type": "one_way", "cabin": "basic_economy", "reservation_id": "M20IZO"}'
+    messages = [user("Cancel my trip."), assistant("", [("c1", "get_reservation", "{}")]), tool("c1", result)]
+    seen = next(line for line in render(analyse(messages), 20000).split("\n") if line.startswith("  seen: "))
+    names = seen.removeprefix("  seen: ").split(", ")
+    assert names.index("one_way") < names.index("flight_type") and names.index("basic_economy") < names.index(
+        "reservation_id"
+    )
 
 
 def test_tool_calls_keep_their_arguments_and_mask_secrets() -> None:
@@ -134,6 +155,7 @@ def _names_reference(text: str) -> list[str]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("ab_AB./-#:0129 \n'`()[]?=*,;")), max_size=200))
+@example(".0/0")  # a run whose core is shorter than a name, holding one
 def test_names_by_tokens_are_the_names_of_the_whole_text(text: str) -> None:
     assert set(names(text)) == set(_names_reference(text))
 

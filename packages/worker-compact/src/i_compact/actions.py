@@ -124,8 +124,7 @@ def names(text: str) -> list[str]:
 
 
 def _token_names(token: str) -> tuple[str, ...]:
-    core = token.strip(".,:;!?*&|=+")
-    if len(core) < 4 or _plain(core):
+    if _plain(token.strip(".,:;!?*&|=+")):
         return ()
     held = (name.rstrip(".,:;") for name in _NAME.findall(token))
     return tuple(dict.fromkeys(name for name in held if len(name) >= 4 and not name.startswith("//")))
@@ -352,8 +351,10 @@ def _observe(action: Action | None, message: dict[str, Any], index: int, known: 
     bits.append(f"recall {call_id}" if call_id else f"recall [{index + 1}]")
     action.results.append(", ".join(bits))
     fresh = [n for n in names(text) if n not in known]
-    errors = [n for n in fresh if _ERROR_NAME.search(n)]
-    fresh = errors + [n for n in fresh if n not in errors]
+    errors = {n for n in fresh if _ERROR_NAME.search(n)}
+    keys = {n for n in fresh if f'"{n}":' in text} - errors if '":' in text else set()  # JSON keys: schema
+    # Errors first, then the values a result holds, then its keys (a shortened log keeps the head).
+    fresh = sorted(fresh, key=lambda n: 0 if n in errors else 2 if n in keys else 1)
     chosen = fresh[:NAMES_PER_RESULT]
     known.update(chosen)
     action.result_names += chosen
@@ -546,9 +547,10 @@ def analyse_cached(messages: list[dict[str, Any]]) -> Coding:
     return coding
 
 
-def render(coding: Coding, room: int, statement_room: int | None = None) -> str:
+def render(coding: Coding, room: int, statement_room: int | None = None, held: str = "") -> str:
     """The sections within ``room`` bytes; the task statement within ``statement_room`` bytes on
-    top of them, or (``None``: a small window) within ``room`` like the rest."""
+    top of them, or (``None``: a small window) within ``room`` like the rest. ``held``: what the
+    summary holds besides (its state record), whose names a shortened log need not repeat."""
     parts: list[str] = []
     if not statement_room:  # no room on top: the statement counts in the room like the rest
         statement_room = None
@@ -562,12 +564,12 @@ def render(coding: Coding, room: int, statement_room: int | None = None) -> str:
     # The requests are sure of their share; what the log does not need, they may take too.
     requests = _requests(coding, room)
     if _bytes(requests) > room * REQUESTS_SHARE:
-        log = _log(coding, max(0, int(room * (1 - REQUESTS_SHARE))))
+        log = _log(coding, max(0, int(room * (1 - REQUESTS_SHARE))), held)
         requests = _requests(coding, room - _bytes(log) - 1 if log else room)
     if requests and _bytes(requests) <= room:
         parts.append(requests)
         room -= _bytes(requests) + 1
-    log = _log(coding, max(0, int(room * ACTIONS_SHARE)))
+    log = _log(coding, max(0, int(room * ACTIONS_SHARE)), held)
     if log:
         parts.append(log)
     return "\n".join(parts)
@@ -609,17 +611,19 @@ _EARLIER = re.compile(r"^- \[(?!earlier )")
 _MOVED = re.compile(r"^- \((\d+) older entries are in the span")
 
 
-def _log(coding: Coding, share: int) -> str:
-    """The log within ``share`` bytes: ``seen:`` lines go first, then ``names:`` lines, then result
-    digests, then whole entries, oldest first in each pass, carried entries and new ones alike."""
+def _log(coding: Coding, share: int, held: str = "") -> str:
+    """The log within ``share`` bytes: result digests go first, then ``seen:`` lines, then
+    ``names:`` lines, then whole entries (their names stay where there is room), oldest first in
+    each pass, carried entries and new ones alike."""
     if not coding.actions and not coding.carried_log:
         return ""
     lines = [*coding.carried_log]
     for action in coding.actions:
         lines += action.render(2).split("\n")
+    every = list(lines)
     moved = coding.carried_moved
     total = _bytes(_LOG_HEAD) + sum(_bytes(line) + 1 for line in lines) + (len(_moved(moved)) + 1 if moved else 0)
-    for prefix in ("  seen: ", "  names: ", "  → "):
+    for prefix in ("  → ", "  seen: ", "  names: "):
         if total <= share:
             break
         kept: list[str] = []
@@ -637,14 +641,45 @@ def _log(coding: Coding, share: int) -> str:
     if _bytes(_LOG_HEAD) + 2 * _bytes(_moved(moved + len(lines))) > share:
         return ""  # too little room for a log: the span holds every action
     start = 0
-    while start < len(lines) and total + _bytes(_moved(moved)) + 1 > share:
+    reserve = min(NAMES_HELD_MAX, share // 8)  # room for the names of the entries that go
+    while start < len(lines) and total + _bytes(_moved(moved)) + 1 + reserve > share:
         end = start + 1
         while end < len(lines) and not lines[end].startswith("- "):
             end += 1
         total -= sum(_bytes(line) + 1 for line in lines[start:end])
         moved += 1
         start = end
-    return "\n".join([_LOG_HEAD, _moved(moved), *lines[start:]])
+    kept = [_LOG_HEAD, _moved(moved)]
+    names = _names_held(every, moved - coding.carried_moved, share - total - _bytes(_moved(moved)) - 1, held)
+    return "\n".join([*kept, *([names] if names else []), *lines[start:]])
+
+
+def _names_held(lines: list[str], entries: int, room: int, held: str) -> str:
+    """A ``names:`` line of what the first ``entries`` entries of ``lines`` named and saw and
+    ``held`` does not hold, within ``room`` bytes (entries moved out of the log leave their names
+    where there is room)."""
+    groups: list[list[str]] = [[]]
+    for line in lines:
+        if line.startswith("- "):
+            if len(groups) > entries:
+                break
+            groups.append([])
+        for prefix in ("  names: ", "  seen: "):
+            if line.startswith(prefix):
+                groups[-1] += line[len(prefix) :].split(", ")
+    found = dict.fromkeys(name for group in reversed(groups) for name in group)  # the newest entry first
+    text = "  names:"
+    for name in found:
+        if name in held:
+            continue
+        if _bytes(text) + 1 + _bytes(name) + 1 > room:
+            break
+        text += (" " if text.endswith(":") else ", ") + name
+    return text if text != "  names:" else ""
+
+
+NAMES_HELD_MAX = 240
+"""Bytes a shortened log keeps for the names of the entries it moved out."""
 
 
 def _moved(count: int) -> str:

@@ -132,7 +132,7 @@ def local_summary(
     # Coding work: evidence takes what it needs up to its share, the coding sections the rest.
     evidence = _evidence_text(sections, min(max_chars, int(room * EVIDENCE_SHARE)))
     room -= _bytes(evidence) + 1 if evidence else 0
-    work = actions.render(coding, room, statement_room)
+    work = actions.render(coding, room, statement_room, held=record)
     return "\n".join(part for part in (header, record, work, evidence) if part)
 
 

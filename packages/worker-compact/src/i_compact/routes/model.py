@@ -125,7 +125,7 @@ def _sections(messages: list[dict[str, Any]], state: CompactState, config: Compa
     critical = local_bounds(messages, config.local_max_chars, prefix)[1]
     on_top = statement_room(size, critical, statement_size(messages)[1], carries_statement(messages))
     room = critical if planned is None else max(0, planned - on_top)
-    return render(coding, room, on_top) or None
+    return render(coding, room, on_top, held=state.ledger or "") or None
 
 
 def _model_record(messages: list[dict[str, Any]], analysis: Any, config: CompactConfig) -> str:
