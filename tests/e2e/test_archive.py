@@ -121,6 +121,50 @@ def test_after_three_compactions_recall_returns_generation_one_byte_for_byte(i, 
     assert any(str(m.get("content", "")).startswith("turn 2.0:") for m in backup)
 
 
+class ReusingAgent(Agent):
+    """An `Agent` whose every read call is named ``call_0``, as a service numbering each reply from 0."""
+
+    def __call__(self, request: dict) -> dict:
+        step = super().__call__(request)
+        if step.get("tool_calls") and step["tool_calls"][0]["name"] == "read":
+            step["tool_calls"][0]["id"] = "call_0"
+        return step
+
+
+def test_a_call_id_reused_after_its_call_was_archived_is_renamed_and_recall_finds_one(
+    i, write_config, plugins, project, dirs
+):
+    agent = ReusingAgent()
+    with ScriptedModel([agent] * 40, context_window=100000) as model:
+        setup(write_config, plugins, dirs, model)
+        turns(i, project, [f"turn {n}: {FILLER}" for n in range(3)])
+        compact(i, project)
+        doc = session_doc(project)
+        archived = [call_id for entry in doc["meta"]["archive"]["spans"] for call_id in entry[3]]
+        assert "call_0" in archived
+        live = [c["id"] for m in doc["messages"] for c in m.get("tool_calls") or []]
+        assert "call_0" not in live  # only the archive holds it now
+        turns(i, project, [f"turn after: {FILLER}"])  # the model names its read call_0 again
+        compact(i, project)  # and that call goes to the archive too
+        doc = session_doc(project)
+        archived = [call_id for entry in doc["meta"]["archive"]["spans"] for call_id in entry[3]]
+        live = [c["id"] for m in doc["messages"] for c in m.get("tool_calls") or []]
+        every = archived + live
+        assert len(every) == 4 and len(set(every)) == 4, every
+        turns(i, project, ["recall tool_call_id=call_0"])
+        by_id = list(recalled(agent.tool_results[-1]).values())
+        assert [m["role"] for m in by_id] == ["assistant", "tool"]  # one call and its result, not two
+        messages = [m for g in loads_archive(project) for m in g["messages"]] + doc["messages"]
+        calls = [c for m in messages for c in m.get("tool_calls") or []]
+        assert calls[-1]["id"] not in ("call_0", *archived[:-1]) and calls[-1]["_original_id"] == "call_0"
+        assert [m["tool_call_id"] for m in messages if m.get("role") == "tool"][-1] == calls[-1]["id"]
+
+
+def loads_archive(project: Path) -> list[dict]:
+    data = (project / ".i" / "sessions" / "s.archive.jsonl").read_bytes()
+    return [loads_safe(line) for line in data.splitlines()]
+
+
 def test_the_archive_bound_drops_the_oldest_generation_and_the_summary_says_so(i, write_config, plugins, project, dirs):
     agent = Agent()
     with ScriptedModel([agent] * 80, context_window=100000) as model:

@@ -152,25 +152,32 @@ def test_a_second_run_offers_the_kept_mcp_tools_and_starts_the_worker_only_to_ca
     assert _tool_messages(model.requests[3]) == ["echo: hello"]
 
 
-def test_an_mcp_image_under_inits_config_is_left_out_then_sent_once_image_tokens_is_set(
-    i, write_config, plugins, project, dirs
-):
-    """The standard profile (budget included) and no budget.image_tokens, as `i --runtime init`
-    writes it: the MCP image is not sent, the turn completes, and the kept image goes out later."""
-    plugins("standard")
+def test_an_mcp_image_under_inits_config_is_left_out_then_sent_once_image_tokens_is_set(i, project, dirs):
+    """The config `i --runtime init` writes for a local server (no budget.image_tokens: it documents
+    none) and the standard profile (budget included): the MCP image is not sent, the turn completes,
+    and the kept image goes out once image_tokens is set."""
     _mcp_json(dirs["config"])
     steps = [
         {"tool_calls": [{"name": "mcp__fixture__picture", "arguments": {}}]},
         {"text": "left out"},
         {"text": "seen"},
     ]
-    with ScriptedModel(steps) as model:
-        write_config(model.base_url)
+    with ScriptedModel(steps, context_window=100000) as model:
+        init = i("--runtime", "init", "--base-url", model.base_url, "--model", "scripted-1")
+        assert init.returncode == 0, init.stderr
+        assert "budget.image_tokens is not set: " in init.stdout
+        path = dirs["config"] / "config.json"
+        config = orjson.loads(path.read_bytes())
+        assert "image_tokens" not in config["budget"]
+        assert orjson.loads((dirs["config"] / "plugins.json").read_bytes())["profile"] == "standard"
+        config["budget"].setdefault("context_window", 100000)  # what init asks the user to set
+        path.write_bytes(orjson.dumps(config))
         first = i("-C", str(project), "--yolo", "--session-name", "s", "show me the picture")
         assert first.returncode == 0, first.stderr
         assert "left out" in first.stdout and "Set budget.image_tokens" in first.stderr
         assert b"data:image/png" not in orjson.dumps(model.requests[1].body)
-        write_config(model.base_url, budget={"context_window": 100000, "image_tokens": 1000})
+        config["budget"]["image_tokens"] = 1000
+        path.write_bytes(orjson.dumps(config))
         second = i("-C", str(project), "--yolo", "--session-name", "s", "and now?")
     assert second.returncode == 0, second.stderr
     assert b"data:image/png" in orjson.dumps(model.requests[2].body)

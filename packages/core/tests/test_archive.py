@@ -43,6 +43,18 @@ def test_generations_are_numbered_across_compactions_and_summaries_are_not_archi
     assert archive.path.stat().st_size == index.size
 
 
+def test_the_index_knows_every_archived_call_id_without_reading_the_archive(tmp_path: Path) -> None:
+    archive = Archive(tmp_path / "s.json", max_bytes=2500)
+    index = commit(archive, Index(), turn(1) + turn(2))
+    index = commit(archive, index, turn(3))
+    assert index.call_ids() == {"call_1", "call_2", "call_3"}
+    index = commit(archive, index, turn(4, size=2000))  # the bound drops the older generations
+    assert index.dropped == [[1, 9]]
+    archive.path.unlink()  # the ids come from the session's index alone
+    assert index.call_ids() == {"call_4"}  # a dropped call is not recallable: its id is free again
+    assert Index().call_ids() == frozenset()
+
+
 def test_a_replaced_range_with_only_a_summary_archives_nothing(tmp_path: Path) -> None:
     archive = Archive(tmp_path / "s.json")
     generation, after = archive.plan(Index(), [summary_message("only a summary")])

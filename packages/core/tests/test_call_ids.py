@@ -71,3 +71,12 @@ def test_the_original_id_stays_off_the_chat_wire() -> None:
         extra_body=None,
     )  # fmt: skip
     assert wire["messages"][-1]["tool_calls"] == [call("call_0_2")]
+
+
+def test_an_id_only_the_archive_holds_is_renamed_past_every_taken_rename() -> None:
+    # call_0 was compacted away: the live history holds only its renames; recall still finds call_0.
+    live = [{"role": "assistant", "tool_calls": [call("call_0_2")]}, {"role": "tool", "tool_call_id": "call_0_2"}]
+    message = {"role": "assistant", "tool_calls": [call("call_0"), call("call_3")]}
+    renamed = unique_call_ids(message, history_call_ids(live), frozenset({"call_0", "call_0_3", "call_1"}))
+    assert [c["id"] for c in message["tool_calls"]] == ["call_0_4", "call_3"]
+    assert renamed == {"call_0_4": "call_0"} and message["tool_calls"][0]["_original_id"] == "call_0"

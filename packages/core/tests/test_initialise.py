@@ -15,7 +15,8 @@ import pytest
 
 from i_core.config import load_api_config, parse_api_config
 from i_core.errors import ConfigError
-from i_core.initialise import discover_context_window, initialise, run_init
+from i_core.image_costs import documented_image_tokens
+from i_core.initialise import ContextDiscovery, discover_context_window, initialise, run_init
 
 PROPS = {"default_generation_settings": {"n_ctx": 8192, "params": {"n_predict": -1}}, "total_slots": 1}
 NO_KEY = {"OPENAI_API_KEY": ""}
@@ -283,3 +284,77 @@ def test_the_budget_is_passed_through_as_given() -> None:
 def test_a_budget_that_is_not_an_object_is_refused(budget: Any) -> None:
     with pytest.raises(ConfigError, match="budget must be an object"):
         parse_api_config({**BASE, "budget": budget})
+
+
+# --- budget.image_tokens where the provider documents a per-image cost ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("base_url", "model", "tokens"),
+    [
+        ("https://api.anthropic.com/v1", "claude-sonnet-4-5", 1700),  # ~1,600 at most: 784 x 1568 / 750 = 1,639
+        ("https://api.anthropic.com/v1/", "claude-3-5-haiku-latest", 1700),
+        ("https://api.anthropic.com/v1", "claude-opus-4-7", 5100),  # 2576 px, 3.75 MP / 750 = 5,000
+        ("https://API.anthropic.com", "claude-next", 5100),  # an unknown Claude model: the larger
+        ("https://api.openai.com/v1", "gpt-4o", 1445),  # 85 + 8 x 170 (768 x 2048 after the resize)
+        ("https://api.openai.com/v1", "gpt-4o-2024-08-06", 1445),
+        ("https://api.openai.com/v1", "gpt-4o-mini", 48169),  # 2,833 + 8 x 5,667
+        ("https://api.openai.com/v1", "gpt-4.1", 1536),
+        ("https://api.openai.com/v1", "gpt-4.1-mini-2025-04-14", 2489),  # 1,536 patches x 1.62
+        ("https://api.openai.com/v1", "gpt-4.1-nano", 3779),  # x 2.46
+        ("https://api.openai.com/v1", "o4-mini", 2642),  # x 1.72
+        ("https://api.openai.com/v1", "some-new-model", 3779),  # the most of the table but gpt-4o-mini
+    ],
+)
+def test_a_provider_documented_image_cost_is_the_most_one_image_costs(base_url: str, model: str, tokens: int) -> None:
+    cost = documented_image_tokens(base_url, model)
+    assert cost is not None and cost.tokens == tokens
+    assert "vision" in cost.source
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://127.0.0.1:8080/v1",
+        "http://localhost:8000/v1",
+        "https://openrouter.ai/api/v1",
+        "https://api.openai.com.example/v1",
+    ],
+)
+def test_a_server_that_documents_no_image_cost_gets_none(base_url: str) -> None:
+    assert documented_image_tokens(base_url, "gpt-4o") is None
+
+
+def test_init_writes_the_documented_image_cost_and_says_where_from(dirs, monkeypatch) -> None:
+    asked: list[str] = []
+
+    def discover(base_url: str, model: str, api_key: str | None = None, *, timeout: float = 0) -> ContextDiscovery:
+        asked.append(base_url)  # no request leaves the machine: the window is another test's subject
+        return ContextDiscovery(None, None, ())
+
+    monkeypatch.setattr("i_core.initialise.discover_context_window", discover)
+    result = run_init(dirs["config"], base_url="https://api.anthropic.com/v1", model="claude-sonnet-4-5", environ={})
+    assert asked == ["https://api.anthropic.com/v1"]
+    assert config_of(dirs["config"])["budget"]["image_tokens"] == 1700
+    assert result.image_note is not None and result.image_note.startswith("budget.image_tokens 1700 per image from ")
+    assert "\n" not in result.image_note
+    load_api_config(dirs["config"] / "config.json")  # a valid config
+
+
+def test_init_against_a_local_server_writes_no_image_cost_and_says_so_in_one_line(run_i, dirs) -> None:
+    with ModelServer({"/props": (200, PROPS)}) as server:
+        result = run_i("--runtime", "init", "--base-url", server.base_url, env_extra=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    assert "image_tokens" not in config_of(dirs["config"])["budget"]
+    path = dirs["config"] / "config.json"
+    lines = [line for line in result.stdout.decode().splitlines() if "image_tokens" in line]
+    assert lines == [
+        f"budget.image_tokens is not set: {server.base_url} documents no per-image cost, so images are left out "
+        f"until you set it in {path}"
+    ]
+
+
+def test_init_over_an_existing_config_says_nothing_of_image_cost(run_i, dirs) -> None:
+    (dirs["config"] / "config.json").write_bytes(b'{"protocol":"openai","base_url":"http://x/v1","model":"m"}')
+    result = run_i("--runtime", "init")
+    assert result.returncode == 0 and b"image_tokens" not in result.stdout

@@ -118,6 +118,7 @@ class Agent:
         self.checkpoints = Checkpoints(self.hooks, session, runtime.workspace)
         self.stats = RunStats()
         self.history: list[dict[str, Any]] = []
+        self._archived_ids: tuple[Any, frozenset[str]] = (None, frozenset())
         self.gate = ApprovalGate(self.hooks, options.ask, options.preview)
         self.tools = ToolPipeline(
             self.hooks,
@@ -150,6 +151,19 @@ class Agent:
                 f"{', '.join(map(str, missing))} cannot be read"
             )
         return found
+
+    def _archived_call_ids(self) -> frozenset[str]:
+        """The tool call ids still in the archive, from the session's index (never the archive file);
+        computed again only when a compaction changed the index."""
+        raw = self.session.meta.get("archive")
+        key = (
+            (raw.get("next_generation"), raw.get("size"), len(raw.get("spans") or ()))
+            if isinstance(raw, dict)
+            else None
+        )
+        if key != self._archived_ids[0]:
+            self._archived_ids = (key, Index.from_meta(self.session.meta).call_ids())
+        return self._archived_ids[1]
 
     def start(self) -> None:
         """Load the session (``session_load``) or start it with the system prompt (``system_prompt``)."""
@@ -258,7 +272,13 @@ class Agent:
         on_text = self._on_text if self.model.stream else None
         self.options.progress("model thinking")
         try:
-            return working, sent, self.model.complete(working, self.tool_schemas, on_text=on_text)
+            return (
+                working,
+                sent,
+                self.model.complete(
+                    working, self.tool_schemas, on_text=on_text, archived_ids=self._archived_call_ids()
+                ),
+            )
         except ContextTooLong as exc:
             self.stats.rejections += 1
             if not self.budget.enabled:
@@ -267,7 +287,13 @@ class Agent:
             working, sent = self._ensure_budget(working, rejection=rejection)
         self.options.progress("model thinking (after compaction)")
         try:
-            return working, sent, self.model.complete(working, self.tool_schemas, on_text=on_text)
+            return (
+                working,
+                sent,
+                self.model.complete(
+                    working, self.tool_schemas, on_text=on_text, archived_ids=self._archived_call_ids()
+                ),
+            )
         except ContextTooLong as exc:
             self.stats.rejections += 1
             raise ModelError(

@@ -91,6 +91,10 @@ class Index:
             dropped=[d for d in raw.get("dropped", []) if _is_pair(d)],
         )
 
+    def call_ids(self) -> frozenset[str]:
+        """The tool call ids of every generation still archived (what ``recall`` finds by id)."""
+        return frozenset(call_id for entry in self.spans for call_id in entry[3] if isinstance(call_id, str))
+
     def to_meta(self) -> dict[str, Any]:
         return {
             "next_span": self.next_span,

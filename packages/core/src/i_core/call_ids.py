@@ -2,7 +2,8 @@
 
 Some Responses-compatible services number each response's calls from ``call_0``, so two replies
 carry the same id; every wire matches a result to its call by id alone, and ``recall`` finds calls
-by id. A reply's call whose id is already in the history (or earlier in the same reply) is renamed
+by id. A reply's call whose id is already in the history, in the session's archive (the calls a
+compaction replaced, which ``recall`` still finds by id) or earlier in the same reply is renamed
 ``<id>_<n>`` (the smallest free n from 2) in the call and in the replayed provider state that names
 it (``_anthropic_content`` tool_use blocks); the original is kept in the call's ``_original_id``.
 The result message is built from the call's id, so it follows.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 
@@ -30,17 +31,19 @@ def history_call_ids(history: Iterable[dict[str, Any]]) -> set[str]:
     return seen
 
 
-def unique_call_ids(message: dict[str, Any], taken: set[str]) -> dict[str, str]:
-    """Rename, in place, the calls of ``message`` whose id is in ``taken`` or repeats one before it;
-    returns {new id: original id}. ``taken`` gains every id of the message."""
+def unique_call_ids(
+    message: dict[str, Any], taken: set[str], archived: Collection[str] = frozenset()
+) -> dict[str, str]:
+    """Rename, in place, the calls of ``message`` whose id is in ``taken`` or ``archived`` or repeats
+    one before it; returns {new id: original id}. ``taken`` gains every id of the message."""
     renamed: dict[str, str] = {}
     for call in message.get("tool_calls") or ():
         if not isinstance(call, dict) or not isinstance(call.get("id"), str):
             continue
         original = call["id"]
-        if original in taken:
+        if original in taken or original in archived:
             number = 2
-            while f"{original}_{number}" in taken:
+            while f"{original}_{number}" in taken or f"{original}_{number}" in archived:
                 number += 1
             call["id"] = f"{original}_{number}"
             call["_original_id"] = original

@@ -52,7 +52,8 @@ def _config_dir() -> Path:
 def cmd_init(args: argparse.Namespace) -> int:
     """Create config.json, plugins.json, bindings.json, builtin.json where missing.
 
-    A new config.json gets ``budget.context_window`` only when the server says its context size.
+    A new config.json gets ``budget.context_window`` only when the server says its context size, and
+    ``budget.image_tokens`` only where the provider documents a per-image cost.
     """
     from .initialise import run_init
 
@@ -61,6 +62,8 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(for_terminal(f"{'created' if created else 'kept   '} {path}"))
     if result.context_note is not None:
         print(for_terminal(result.context_note))
+    if result.image_note is not None:
+        print(for_terminal(result.image_note))
     for line in result.unchanged:  # asked for, not done: the edit is the user's to make
         print(for_terminal(f"i: {line}"), file=sys.stderr)
     return EXIT_CONFIG if result.unchanged else 0

@@ -4,6 +4,8 @@ The core has no capacity table, so init never invents a context window: when it 
 config.json it asks the configured server once for its context size (llama.cpp ``/props``, then
 ``<base_url>/models``: vLLM's ``max_model_len``, OpenRouter/LM Studio's ``context_length``) and
 writes ``budget.context_window`` only when the server said it. Nothing is discovered at run time.
+Where the provider documents what an image costs (``image_costs``), config.json gets that
+``budget.image_tokens``; elsewhere none, and init says so (images are then left out, never fatal).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from i_protocol.errors import FileError
 from i_protocol.files import read_json
 
 from .errors import ConfigError, os_problem
+from .image_costs import ImageCost, documented_image_tokens
 from .jsonfile import MAX_CONFIG_BYTES, remove_stale_temporaries
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
@@ -65,10 +68,12 @@ class ContextDiscovery:
 
 @dataclass(frozen=True)
 class InitResult:
-    """The files init wrote or kept, and the line to print about ``budget.context_window``."""
+    """The files init wrote or kept, and the lines to print about ``budget.context_window`` and
+    ``budget.image_tokens``."""
 
     files: list[tuple[Path, bool]]
     context_note: str | None  # None when config.json already existed (nothing was asked)
+    image_note: str | None = None  # likewise
     unchanged: list[str] = field(default_factory=list)
     """When config.json existed and ``--base-url`` / ``--model`` asked for another value: one line
     per field saying the file was not changed and the edit to make."""
@@ -111,7 +116,7 @@ def run_init(
     # A killed init leaves ``.config.json.PID.HEX.tmp`` behind: gone once its writer is.
     remove_stale_temporaries(config_dir, targets=DEFAULT_FILES)
     files = []
-    note = None
+    note = image_note = None
     unchanged: list[str] = []
     for name, content in DEFAULT_FILES.items():
         path = config_dir / name
@@ -129,14 +134,18 @@ def run_init(
                 config["budget"] = {"context_window": found.window, **config["budget"]}
                 # The reply's reserve comes out of the window: keep at least three quarters for input.
                 config["max_tokens"] = min(config["max_tokens"], max(1, found.window // 4))
+            cost = documented_image_tokens(config["base_url"], config["model"])
+            if cost is not None:
+                config["budget"]["image_tokens"] = cost.tokens
             content = config
             created = _create_exclusive(path, _dumps(content))
             files.append((path, created))
             if created:
                 note = _note(found, path)
+                image_note = _image_note(cost, config["base_url"], path)
             continue
         files.append((path, _create_exclusive(path, _dumps(content))))
-    return InitResult(files=files, context_note=note, unchanged=unchanged)
+    return InitResult(files=files, context_note=note, unchanged=unchanged, image_note=image_note)
 
 
 def _not_applied(path: Path, asked: dict[str, str]) -> list[str]:
@@ -172,6 +181,15 @@ def _note(found: ContextDiscovery, path: Path) -> str:
     asked = "; ".join(found.asked)
     return f"budget.context_window is not set: set it in {path} to your model's context size in tokens" + (
         f" (asked {asked})" if asked else ""
+    )
+
+
+def _image_note(cost: ImageCost | None, base_url: str, path: Path) -> str:
+    if cost is not None:
+        return f"budget.image_tokens {cost.tokens} per image from {cost.source}"
+    return (
+        f"budget.image_tokens is not set: {base_url} documents no per-image cost, so images are left out "
+        f"until you set it in {path}"
     )
 
 

@@ -8,7 +8,7 @@ through the pool instead of HTTP, never the built-in adapter, and never streamed
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from .config import ApiConfig
@@ -51,8 +51,12 @@ class ModelClient:
         *,
         on_text: Callable[[str], None] | None = None,
         max_tokens: int | None = None,
+        archived_ids: Collection[str] = frozenset(),
     ) -> ModelReply:
         """Send ``history`` (and tool schemas) and return the parsed reply.
+
+        A reply's tool call whose id is in ``history`` or ``archived_ids`` (the archive's calls) is
+        renamed (``call_ids``).
 
         While a budget runs, images with no planned cost are left out (``unplanned_images``): a note
         takes their place.
@@ -156,7 +160,8 @@ class ModelClient:
             )
         from .call_ids import history_call_ids, unique_call_ids
 
-        # A service that numbers each response's calls from call_0 must not leave two calls of one id.
-        unique_call_ids(reply.message, history_call_ids(history))
+        # A service that numbers each response's calls from call_0 must not leave two calls of one id,
+        # in the history or in the archive that ``recall`` reads by id.
+        unique_call_ids(reply.message, history_call_ids(history), archived_ids)
         self.last_usage = reply.usage
         return reply
