@@ -281,7 +281,8 @@ def bounds_for_prefix(prefix: int, configured: int, carried: int = 0) -> tuple[i
 
 
 def statement_room(prefix: int, critical: int, statement: int, carried: bool = False) -> int:
-    """Bytes of the task statement section on top of the bound ``critical`` of a ``prefix``.
+    """Bytes of the task statement (the record's ``statement`` entries) on top of the bound
+    ``critical`` of a ``prefix``.
 
     The whole body stays under :data:`STATEMENT_PREFIX_SHARE` of the prefix (a statement an
     earlier summary carries replaces itself, like the record, and may take a little more).

@@ -1,11 +1,11 @@
 """Local mode: an extractive, bounded summary built without any model request.
 
-The state record comes first (:mod:`ledger`, :mod:`state_record`): modified paths one line per
-file, the latest request verbatim, constraints, approvals with their resume calls, jobs, the
-failing command, skills, ids. Bounded evidence follows: errors and partial reads, decisions,
-the next step, blockers, checks not run, the start of earlier requests, secret references.
-The whole body is bounded in UTF-8 bytes; the record is never cut inside an entry (what it
-drops it counts), and evidence gives way first.
+The state record comes first (:mod:`ledger`, :mod:`state_record`): the task statement (on top of
+the bound, :mod:`actions`), modified paths one line per file, the latest request verbatim,
+constraints, approvals with their resume calls, jobs, the failing command, skills, ids. Bounded
+evidence follows: errors and partial reads, decisions, the next step, blockers, checks not run,
+the start of earlier requests, secret references. The whole body is bounded in UTF-8 bytes; the
+record is never cut inside an entry (what it drops it counts), and evidence gives way first.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ _RESULT_QUOTE = "{name} call {call_id}: "
 """How a tool result's quoted error line starts (its spaces are the template's when the names have none)."""
 _QUOTE = 240
 RECORD_REQUEST_HEAD = 300
-"""The record's request when the Requests or Task statement section holds it whole (characters)."""
+"""The record's request when the Requests section or the record's statement holds it whole (characters)."""
 EVIDENCE_SHARE = 0.2
 """With coding work, the most of the room (after the record) that the evidence sections may take."""
 RECORD_SHARE = actions.RECORD_SHARE

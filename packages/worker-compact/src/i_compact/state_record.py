@@ -1,8 +1,11 @@
 """The state record: a ledger written verbatim into a summary and read back strictly (issue 17).
 
-Version 1, inside the summary block (the README's "State record" section is the reference)::
+Version 2, inside the summary block (the README's "State record" section is the reference)::
 
-    <state_record version="1" digest="<16 hex digits>">
+    <state_record version="2" digest="<16 hex digits>">
+    statement: <the task statement, whole; or its head>
+    statement_cut: <N> characters of the task statement not written here are in message [<n>] of <span>
+    statement_tail: <its tail>
     request: <the latest user request, verbatim>
     constraint: <a sentence the user wrote>
     approval: <approval id (attributes): resume = <the exact call>>
@@ -25,6 +28,19 @@ request keeps its whitespace and a resume call its bytes. The digest is the firs
 of SHA-256 over the lines between header and close, joined by ``\\n``: a record whose digest,
 header, kind, line count or shape is off is not ours, and :func:`parse_record` refuses it (the
 caller then treats the text as an untrusted summary).
+
+The task statement (issue 30) is the first real user message after the secret table's masking:
+one ``statement`` entry when it fits its room, else its head and tail verbatim with the middle
+cited as data by a ``statement_cut`` line (how many characters, which message of which span: no
+tool is named); with too little room even for that, the cut line alone (:func:`fit_statement`).
+It is in the record because it is state a resumed task must not lose, carried exactly across
+generations and out of a summariser's reach. Its room is sized by the caller (``actions``,
+``allowance.statement_room``: the room version 1's ``## Task statement`` section had) and it
+rides **on top of** the bound: never counted in it, never in the drop order below.
+
+Version 1 (no statement kinds; the statement was a ``## Task statement`` section beside the
+record, read back by ``actions``) is read losslessly: the same entries, the same digest. Records
+are always written as version 2.
 
 The bound is in UTF-8 bytes. Seen ids take at most a tenth of it (800 bytes at most). Over
 it, whole entries go, lowest priority and oldest first (constraints newest first: the ground
