@@ -10,7 +10,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from i_compact.actions import _EXT, analyse, names, render, user_kinds
+from i_compact.ledger import Statement
 from i_compact.local_summary import local_summary
+from i_compact.state_record import parse_record
 from i_compact.transcript import analyse as analyse_transcript
 
 STATEMENT = "Fix the crash in `parse_url`.\r\n\r\nWhen done, submit with:\r\necho COMPLETE && git diff --cached\r\n"
@@ -43,10 +45,25 @@ def test_harness_messages_are_never_requests() -> None:
     assert user_kinds(chat) == {0: "request", 2: "request", 4: "repeat"}
 
 
+def body_of(messages: list[dict[str, Any]], bound: int = 20000, statement_room: int | None = 12000) -> str:
+    return local_summary(
+        messages,
+        analyse_transcript(messages, facts_only=True),
+        max_chars=min(bound, 8000),
+        images="drop",
+        max_bytes=bound,
+        statement_room=statement_room,
+    )
+
+
 def test_the_task_statement_is_kept_byte_for_byte_and_every_action_is_logged() -> None:
     messages = autonomous_run()
-    text = render(analyse(messages), 20000, 12000)
-    assert STATEMENT in text  # CRLF line endings included
+    body = body_of(messages)
+    ledger = parse_record(body)
+    assert ledger is not None and ledger.statement == Statement(0, STATEMENT)  # whole (a whole one names no message)
+    assert f"\nstatement+4: {STATEMENT}\n" in body  # CRLF line endings included
+    assert "## Task statement" not in body and "<user_request" not in body  # once: in the record
+    text = render(analyse(messages), 20000)
     for step in range(6):
         assert f"$ python repro_{step}.py" in text
         assert f"split_host_v{step}" in text  # a name the agent typed in a heredoc body
@@ -70,19 +87,19 @@ def test_the_statement_rides_on_top_of_the_bound_within_its_room() -> None:
 
 
 def test_the_log_gives_way_oldest_first_and_says_so() -> None:
-    text = render(analyse(autonomous_run()), 900, 12000)
+    text = render(analyse(autonomous_run()), 900)
     log = text.split("## Action log", 1)[1]
     assert "older entries are in the span this summary replaced" in log
     assert "$ python repro_5.py" in log and "$ python repro_0.py" not in log
 
 
 def test_entries_that_go_leave_their_names_newest_first_and_not_those_held_elsewhere() -> None:
-    log = render(analyse(autonomous_run()), 900, 12000).split("## Action log", 1)[1]
+    log = render(analyse(autonomous_run()), 900).split("## Action log", 1)[1]
     moved, held = log.split("\n")[2:4]
     assert moved.startswith("- (") and held.startswith("  names: ")
     names = held.removeprefix("  names: ").split(", ")
     assert "split_host_v0" in names and names.index("split_host_v1") < names.index("split_host_v0")
-    elsewhere = render(analyse(autonomous_run()), 900, 12000, held="split_host_v0 repro_0.py")
+    elsewhere = render(analyse(autonomous_run()), 900, held="split_host_v0 repro_0.py")
     assert "split_host_v0" not in elsewhere.split("## Action log", 1)[1]
 
 
@@ -113,7 +130,7 @@ def test_tool_calls_keep_their_arguments_and_mask_secrets() -> None:
         ),
         tool("c2", "ok"),
     ]
-    text = render(analyse(messages), 20000, 12000)
+    text = render(analyse(messages), 20000)
     assert "hunter2hunter2" not in text and "./deploy.sh --env prod" in text
     assert "</continuation_summary>" not in text
     assert "exit 2" in text and "recall c1" in text
@@ -123,14 +140,17 @@ def test_tool_calls_keep_their_arguments_and_mask_secrets() -> None:
 def test_a_small_window_keeps_every_section_within_the_room() -> None:
     messages = autonomous_run()
     for room in (0, 200, 600, 1500):
-        assert len(render(analyse(messages), room, None).encode()) <= room
+        assert len(render(analyse(messages), room).encode()) <= room
 
 
 def test_an_earlier_summary_carries_the_statement_and_the_log() -> None:
-    first = render(analyse(autonomous_run()), 20000, 12000)
+    first = body_of(autonomous_run())
     later = [summary(first), assistant("```bash\npytest -q\n```"), user("<returncode>0</returncode>")]
-    text = render(analyse(later), 20000, 12000)
-    assert STATEMENT in text and "$ python repro_0.py" in text and "$ pytest -q" in text
+    text = body_of(later)
+    assert "$ python repro_0.py" in text and "$ pytest -q" in text
+    ledger = parse_record(text)
+    assert ledger is not None and ledger.statement == Statement(0, STATEMENT)
+    assert text.count(f"statement+4: {STATEMENT}") == 1 and "<user_request" not in text
 
 
 _REFERENCE = re.compile(

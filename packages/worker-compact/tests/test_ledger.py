@@ -144,11 +144,11 @@ def test_only_the_workers_own_record_at_the_head_is_trusted() -> None:
 def test_the_record_format_is_strict() -> None:
     text = render(Ledger(request="a\n\n  b", ids=["x_1a", "y_2b"], paths={"a b/c.py": {"edit": 2}}), 2000)
     lines = text.split("\n")
-    assert lines[0].startswith('<state_record version="1" digest="') and lines[-1] == "</state_record>"
+    assert lines[0].startswith('<state_record version="2" digest="') and lines[-1] == "</state_record>"
     assert "request+2: a\n\n  b\n" in text  # the value's lines as they are
     assert parse_record(text) == Ledger(request="a\n\n  b", ids=["x_1a", "y_2b"], paths={"a b/c.py": {"edit": 2}})
     for broken in (
-        text.replace('version="1"', 'version="2"'),
+        text.replace('version="2"', 'version="3"'),
         text.replace("id: x_1a", "idx: x_1a"),
         text.replace("\n</state_record>", "\n</state_record> trailing"),
         text.replace("request+2: a\n", "request+3: a\n"),  # a line count that is off

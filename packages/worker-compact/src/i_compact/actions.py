@@ -1,11 +1,14 @@
 """Coding work in local mode (issue 30): every request verbatim, every action kept, results digested.
 
-Three sections of the local summary, added to seed 004's (never replacing them):
+The task statement and two sections of the local summary, added to seed 004's (never replacing them):
 
-* ``## Task statement`` — the first real user message, whole (after the secret table's masking)
+* the task statement — the first real user message, whole (after the secret table's masking)
   when it is at most :data:`STATEMENT_MAX` bytes, else its head and tail verbatim and the middle
-  cited as data (the span holds it). It rides on top of the summary's bound, like the state
-  record: it is what an autonomous run is *for*, and its end often says how to submit the work.
+  cited as data (the span holds it). The state record holds it (version 2, :func:`statement_of`
+  sizes it), on top of the summary's bound: it is what an autonomous run is *for*, and its end
+  often says how to submit the work; in the record it is carried across generations losslessly,
+  like the rest of the state. A version 1 summary carries it in a ``## Task statement`` section,
+  read back here.
 * ``## Requests`` — every later distinct request whole, newest first within its share
   (:data:`REQUESTS_SHARE`), the older ones cited by message number. A user message equal to an
   earlier one once digits and quoted text are masked is a *repeat* (a harness reply such as
@@ -38,8 +41,11 @@ import orjson
 from i_protocol.history import is_summary, text_of
 
 from .history import request_text
+from .ledger import Statement
 from .redact import redact
 from .request_memory import per_request
+from .state_record import fit_statement, parse_record, record_version
+from .state_record import statement_size as statement_size_of
 from .textsafe import scrub
 
 STATEMENT_MAX = 12_000
@@ -232,6 +238,8 @@ class Coding:
 
     statement: str | None = None
     statement_at: int = 0
+    carried: Statement | None = None
+    """The statement as an earlier summary held it (its head and tail, when it was cut)."""
     requests: list[tuple[int, str]] = field(default_factory=list)
     repeats: Counter[str] = field(default_factory=Counter)
     carried_log: list[str] = field(default_factory=list)
@@ -434,18 +442,41 @@ def carried_bytes(text: str) -> int:
     return total
 
 
+def carried_statement(text: str) -> Statement | None:
+    """The task statement an earlier summary ``text`` carries: from its record (version 2), else
+    from its ``## Task statement`` section (version 1: ``<user_request>`` blocks, the first one)."""
+    if record_version(text) not in (None, "1"):
+        ledger = parse_record(text)
+        return ledger.statement if ledger is not None else None
+    blocks = _BLOCK.findall(text)
+    if not blocks:
+        return None
+    number, part, body = blocks[0]
+    if part != ' part="head"':
+        return Statement(int(number), body, earlier=True)
+    tail = next((b for n, p, b in blocks[1:] if n == number and p == ' part="tail"'), "")
+    middle = _V1_MIDDLE.search(text)
+    return Statement(int(number), body, tail, int(middle.group(1)) if middle else 0, earlier=True)
+
+
+_V1_MIDDLE = re.compile(r"\(… (\d+) characters of request \[\d+\] are in the span")
+
+
 def _carry(text: str, coding: Coding) -> None:
+    version = record_version(text)
+    statement = carried_statement(text)
+    if statement is not None:
+        statement.earlier = True
+        coding.carried, coding.statement_at = statement, statement.number
+        coding.statement = statement.head if statement.tail is None else f"{statement.head}\n{statement.tail}"
     blocks = _BLOCK.findall(text)
     for position, (number, part, body) in enumerate(blocks):
-        if part == ' part="tail"':
-            continue
+        if part == ' part="tail"' or (position == 0 and version in (None, "1")):
+            continue  # version 1: the first block is the statement (carried above)
         if part == ' part="head"':  # an earlier generation kept its head and tail: carry both
             tail = next((b for n, p, b in blocks[position + 1 :] if n == number and p == ' part="tail"'), "")
             body = f"{body}\n(… the middle is in an earlier span …)\n{tail}"
-        if coding.statement is None:
-            coding.statement, coding.statement_at = body, int(number)
-        else:
-            coding.requests.append((int(number), body))
+        coding.requests.append((int(number), body))
     current = None
     for line in text.splitlines():
         if line.startswith("## "):
@@ -501,21 +532,30 @@ RECORD_SHARE = 0.4
 """``local_summary.RECORD_SHARE``: the most the record takes of the room beside the sections."""
 
 
+_RECORD_STATEMENT = re.compile(r"(?m)^statement(?:_cut)?(?:\+\d+)?: ")
+
+
 def carries_statement(messages: list[dict[str, Any]]) -> bool:
-    """Whether ``messages`` start with a summary that carries a task statement section."""
-    return bool(messages) and is_summary(messages[0]) and _OPEN in text_of(messages[0])
+    """Whether ``messages`` start with a summary that carries a task statement (in its record,
+    or in a version 1 ``## Task statement`` section)."""
+    if not messages or not is_summary(messages[0]):
+        return False
+    text = text_of(messages[0])
+    if _OPEN not in text and _RECORD_STATEMENT.search(text) is None:
+        return False
+    return carried_statement(text) is not None
 
 
 def statement_size(messages: list[dict[str, Any]]) -> tuple[int, int]:
-    """``(index, bytes)`` of the task statement section of ``messages``, cheaply (``(-1, 0)``: none).
+    """``(index, bytes)`` of the task statement of ``messages``, cheaply (``(-1, 0)``: none).
 
-    What :func:`statement_bytes` will say, or a little more: the plan allows for it before the
+    What :func:`statement_of` will take, or a little more: the plan allows for it before the
     summary is written.
     """
     if messages and is_summary(messages[0]):
-        block = _BLOCK.search(text_of(messages[0]))
-        if block is not None:
-            return 0, min(_bytes(block.group(3)), STATEMENT_MAX) + STATEMENT_FRAME
+        carried = carried_statement(text_of(messages[0])) if carries_statement(messages) else None
+        if carried is not None:
+            return 0, min(statement_size_of(carried), STATEMENT_MAX) + STATEMENT_FRAME
     for index, kind in sorted(user_kinds(messages).items()):
         if kind == "request":
             return index, min(_bytes(_masked(request_text(messages[index]))), STATEMENT_MAX) + STATEMENT_FRAME
@@ -523,14 +563,34 @@ def statement_size(messages: list[dict[str, Any]]) -> tuple[int, int]:
 
 
 STATEMENT_FRAME = 120
-"""Bytes of the section's heading and tags around the statement."""
+"""Bytes the plan allows beside the statement's text (the record's kinds and its cut line)."""
 
 
-def statement_bytes(coding: Coding) -> int:
-    """What the task statement section takes (it rides on top of the summary's bound)."""
+def statement_of(coding: Coding, limit: int) -> Statement | None:
+    """The task statement as the state record holds it within ``limit`` bytes: whole, else its
+    head and tail verbatim with the middle cited, else cited whole (never left out silently).
+    A statement an earlier summary carried keeps its head and tail as they were while they fit."""
     if coding.statement is None:
-        return 0
-    return min(_bytes(coding.statement), STATEMENT_MAX) + STATEMENT_FRAME
+        return None
+    carried = coding.carried
+    if carried is None or carried.tail is None:
+        carried = Statement(coding.statement_at, coding.statement, earlier=carried is not None)
+    return fit_statement(carried, max(0, limit))
+
+
+COUNTED_FRAME = 44
+"""Bytes a statement counted in the sections' room is charged beside its record lines: what
+version 1's ``## Task statement`` heading and tags took. The other sections keep exactly the room
+they had (the action log's shortening is not monotonic in its room: on tau-bench 44 more bytes
+for the log lost two values)."""
+
+
+def counted_statement(coding: Coding, room: int) -> tuple[Statement | None, int]:
+    """A small window (no room on top): the statement within half the sections' ``room``, and the
+    bytes it is charged in it (``(None, 0)``: none, or too little room even to cite it)."""
+    statement = statement_of(coding, room // 2 - COUNTED_FRAME)
+    cost = statement_size_of(statement) + COUNTED_FRAME if statement is not None else 0
+    return (statement, cost) if statement is not None and cost <= room else (None, 0)
 
 
 _CACHE: dict[int, tuple[list[dict[str, Any]], Coding]] = per_request({})
@@ -547,20 +607,11 @@ def analyse_cached(messages: list[dict[str, Any]]) -> Coding:
     return coding
 
 
-def render(coding: Coding, room: int, statement_room: int | None = None, held: str = "") -> str:
-    """The sections within ``room`` bytes; the task statement within ``statement_room`` bytes on
-    top of them, or (``None``: a small window) within ``room`` like the rest. ``held``: what the
-    summary holds besides (its state record), whose names a shortened log need not repeat."""
+def render(coding: Coding, room: int, held: str = "") -> str:
+    """The requests and the action log within ``room`` bytes (the task statement is the state
+    record's: :func:`statement_of`). ``held``: what the summary holds besides (its state record),
+    whose names a shortened log need not repeat."""
     parts: list[str] = []
-    if not statement_room:  # no room on top: the statement counts in the room like the rest
-        statement_room = None
-    if coding.statement is not None:
-        on_top = statement_room is not None
-        limit = statement_room if statement_room is not None else max(0, room // 2)
-        block = _block(coding.statement_at, coding.statement, limit - len("## Task statement\n"))
-        if block and (on_top or _bytes(block) < room):
-            parts.append("## Task statement\n" + block)
-            room -= 0 if on_top else _bytes(parts[-1]) + 1
     # The requests are sure of their share; what the log does not need, they may take too.
     requests = _requests(coding, room)
     if _bytes(requests) > room * REQUESTS_SHARE:

@@ -12,7 +12,10 @@ from .failure import count
 from .history import approx_size
 from .normalize import canonical
 from .state import CompactState
-from .state_record import record_text
+from .state_record import parse_record, record_text, statement_size
+
+STATEMENT_LINE = "\nstatement"
+"""How a record's task statement starts (version 2)."""
 
 PREVIOUS_SUMMARY_MAX = 64000
 MIN_SUMMARY_TOKENS = 256
@@ -249,8 +252,13 @@ def carried_record(head: list[dict[str, Any]]) -> int:
 
     text = text_of(head[0])
     record = record_text(text)
-    # The coding sections (requests, action log) are carried like the record (issue 30).
-    return (len(record.encode("utf-8", "surrogatepass")) if record is not None else 0) + carried_bytes(text)
+    # The coding sections (requests, action log) are carried like the record (issue 30); the
+    # record's task statement is not: it has its own room on top (statement_room).
+    size = len(record.encode("utf-8", "surrogatepass")) if record is not None else 0
+    if record is not None and STATEMENT_LINE in record:
+        ledger = parse_record(record)
+        size -= statement_size(ledger.statement if ledger is not None else None)
+    return size + carried_bytes(text)
 
 
 def bounds_for_prefix(prefix: int, configured: int, carried: int = 0) -> tuple[int, int]:
@@ -273,7 +281,8 @@ def bounds_for_prefix(prefix: int, configured: int, carried: int = 0) -> tuple[i
 
 
 def statement_room(prefix: int, critical: int, statement: int, carried: bool = False) -> int:
-    """Bytes of the task statement section on top of the bound ``critical`` of a ``prefix``.
+    """Bytes of the task statement (the record's ``statement`` entries) on top of the bound
+    ``critical`` of a ``prefix``.
 
     The whole body stays under :data:`STATEMENT_PREFIX_SHARE` of the prefix (a statement an
     earlier summary carries replaces itself, like the record, and may take a little more).

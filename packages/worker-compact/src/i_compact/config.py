@@ -47,7 +47,8 @@ class CompactConfig:
     """When a model summary did not finish normally (``previous_attempt`` reason
     ``summary_not_finished``): ``local`` answers with the local summary, ``fail`` declines."""
     model_sections: bool = True
-    """Model mode appends the coding sections (task statement, requests, action log) to the reply."""
+    """Model mode appends the coding sections (requests, action log) and the task statement (in
+    the record) to the reply."""
     source: str = "defaults"
 
 

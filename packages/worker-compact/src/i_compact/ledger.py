@@ -88,9 +88,28 @@ _RECOVERY = {
 
 
 @dataclass
+class Statement:
+    """The task statement (the first real user message) as a version 2 record holds it: whole, or
+    its head and tail verbatim with the characters between them cited (issue 30)."""
+
+    number: int
+    """Its message number in the span that held it (0: not known, a whole one carried)."""
+    head: str
+    """The whole statement, or its head ("" when not even a head fits: all of it is cited)."""
+    tail: str | None = None
+    """None: ``head`` is the whole statement; else its tail."""
+    middle: int = 0
+    """Characters between head and tail that the record does not hold."""
+    earlier: bool = False
+    """The span that holds the middle is an earlier one than the span this summary replaced."""
+
+
+@dataclass
 class Ledger:
     """The facts of a prefix. Every list is oldest first; dicts keep first-seen order."""
 
+    statement: Statement | None = None
+    """The task statement (record version 2); the first one stays across generations."""
     request: str = ""
     constraints: list[str] = field(default_factory=list)
     approvals: dict[str, str] = field(default_factory=dict)
@@ -120,6 +139,7 @@ class Ledger:
         ids = [i for i in _union(self.ids, newer.ids) if i not in taken]
         known = set(ids) | set(taken)
         return Ledger(
+            statement=self.statement or newer.statement,
             request=newer.request or self.request,
             constraints=_union(self.constraints, newer.constraints),
             approvals=approvals,

@@ -1,11 +1,11 @@
 """Local mode: an extractive, bounded summary built without any model request.
 
-The state record comes first (:mod:`ledger`, :mod:`state_record`): modified paths one line per
-file, the latest request verbatim, constraints, approvals with their resume calls, jobs, the
-failing command, skills, ids. Bounded evidence follows: errors and partial reads, decisions,
-the next step, blockers, checks not run, the start of earlier requests, secret references.
-The whole body is bounded in UTF-8 bytes; the record is never cut inside an entry (what it
-drops it counts), and evidence gives way first.
+The state record comes first (:mod:`ledger`, :mod:`state_record`): the task statement (on top of
+the bound, :mod:`actions`), modified paths one line per file, the latest request verbatim,
+constraints, approvals with their resume calls, jobs, the failing command, skills, ids. Bounded
+evidence follows: errors and partial reads, decisions, the next step, blockers, checks not run,
+the start of earlier requests, secret references. The whole body is bounded in UTF-8 bytes; the
+record is never cut inside an entry (what it drops it counts), and evidence gives way first.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from . import ledger as facts
 from .history import request_text
 from .redact import redact, secret_references
 from .reduction import Reduction, strip_payloads
-from .state_record import find_record, render_shared
+from .state_record import find_record, render_shared, statement_size
 from .textsafe import scrub
 from .transcript import Analysis
 
@@ -61,7 +61,7 @@ _RESULT_QUOTE = "{name} call {call_id}: "
 """How a tool result's quoted error line starts (its spaces are the template's when the names have none)."""
 _QUOTE = 240
 RECORD_REQUEST_HEAD = 300
-"""The record's request when the Requests or Task statement section holds it whole (characters)."""
+"""The record's request when the Requests section or the record's statement holds it whole (characters)."""
 EVIDENCE_SHARE = 0.2
 """With coding work, the most of the room (after the record) that the evidence sections may take."""
 RECORD_SHARE = actions.RECORD_SHARE
@@ -115,24 +115,33 @@ def local_summary(
     header = HEADER.format(count=len(messages))
     if len(header) * 10 > limit:
         header = SHORT_HEADER
-    room = limit - _bytes(header) - 2
+    room = room_before_record = limit - _bytes(header) - 2
     reserve = min(EVIDENCE_RESERVE, limit // 10) if limit >= EVIDENCE_MIN_BOUND else 0
     ledger = facts.build(messages, analysis)
     shown = actions.verbatim_texts(coding, statement_room, room) if statement_room is not None else []
     start = ledger.request[:200]
     if start and any(text.startswith(start) for text in shown):  # whole below: the record keeps its head
         ledger.request = facts.head(ledger.request, RECORD_REQUEST_HEAD, ledger, "request_chars")
-    share = int(room * RECORD_SHARE) if coding.actions or coding.requests else room
+    work_to_do = bool(coding.actions or coding.requests)
+    share = int(room * RECORD_SHARE) if work_to_do else room
+    # The task statement rides on top of the record's bound within its room (version 2).
+    ledger.statement = actions.statement_of(coding, statement_room) if work_to_do and statement_room else None
     record = render_shared(ledger, share, max(0, room - reserve))
-    room -= _bytes(record) + 1
+    room -= _bytes(record) - statement_size(ledger.statement) + 1
     sections = _evidence(messages, analysis, images)
-    if not (coding.actions or coding.requests):
+    if not work_to_do:
         evidence = _evidence_text(sections, min(max_chars, room))
         return "\n".join(part for part in (header, record, evidence) if part)
     # Coding work: evidence takes what it needs up to its share, the coding sections the rest.
     evidence = _evidence_text(sections, min(max_chars, int(room * EVIDENCE_SHARE)))
     room -= _bytes(evidence) + 1 if evidence else 0
-    work = actions.render(coding, room, statement_room, held=record)
+    if not statement_room and coding.statement is not None:  # a small window: it counts in the bound
+        statement, cost = actions.counted_statement(coding, room)
+        if statement is not None:
+            ledger.statement = statement
+            record = render_shared(ledger, share, max(0, room_before_record - reserve))
+            room -= cost
+    work = actions.render(coding, room, held=record)
     return "\n".join(part for part in (header, record, work, evidence) if part)
 
 

@@ -1,8 +1,11 @@
 """The state record: a ledger written verbatim into a summary and read back strictly (issue 17).
 
-Version 1, inside the summary block (the README's "State record" section is the reference)::
+Version 2, inside the summary block (the README's "State record" section is the reference)::
 
-    <state_record version="1" digest="<16 hex digits>">
+    <state_record version="2" digest="<16 hex digits>">
+    statement: <the task statement, whole; or its head>
+    statement_cut: <N> characters of the task statement not written here are in message [<n>] of <span>
+    statement_tail: <its tail>
     request: <the latest user request, verbatim>
     constraint: <a sentence the user wrote>
     approval: <approval id (attributes): resume = <the exact call>>
@@ -26,6 +29,19 @@ of SHA-256 over the lines between header and close, joined by ``\\n``: a record 
 header, kind, line count or shape is off is not ours, and :func:`parse_record` refuses it (the
 caller then treats the text as an untrusted summary).
 
+The task statement (issue 30) is the first real user message after the secret table's masking:
+one ``statement`` entry when it fits its room, else its head and tail verbatim with the middle
+cited as data by a ``statement_cut`` line (how many characters, which message of which span: no
+tool is named); with too little room even for that, the cut line alone (:func:`fit_statement`).
+It is in the record because it is state a resumed task must not lose, carried exactly across
+generations and out of a summariser's reach. Its room is sized by the caller (``actions``,
+``allowance.statement_room``: the room version 1's ``## Task statement`` section had) and it
+rides **on top of** the bound: never counted in it, never in the drop order below.
+
+Version 1 (no statement kinds; the statement was a ``## Task statement`` section beside the
+record, read back by ``actions``) is read losslessly: the same entries, the same digest. Records
+are always written as version 2.
+
 The bound is in UTF-8 bytes. Seen ids take at most a tenth of it (800 bytes at most). Over
 it, whole entries go, lowest priority and oldest first (constraints newest first: the ground
 rules a user sets first hold for the whole session): seen, data,
@@ -39,9 +55,11 @@ from __future__ import annotations
 import hashlib
 import re
 
-from .ledger import Ledger, is_pending, recovery_call
+from .ledger import Ledger, Statement, is_pending, recovery_call
 
-VERSION = "1"
+VERSION = "2"
+READ = ("1", "2")
+"""Versions :func:`parse_record` reads: version 1 (no ``statement`` kinds) as it always was."""
 OPEN = "<state_record"
 CLOSE = "</state_record>"
 _HEADER = re.compile(r'<state_record version="(\d+)" digest="([0-9a-f]{16})">')
@@ -49,7 +67,13 @@ _ENTRY = re.compile(r"([a-z_]+)(?:\+(\d+))?: (.*)")
 _PATH = re.compile(r"(.+) \(((?:[^\s,()]+ x\d+)(?:, [^\s,()]+ x\d+)*)\)", re.S)
 _JOB = re.compile(r"(\S+) \(([^()\n]*)\)(?:; check: .*)?", re.S)
 _DROPPED = re.compile(r"[a-z_]+=\d+(?: [a-z_]+=\d+)*")
+_CUT = re.compile(
+    r"(\d+) characters of the task statement not written here are in "
+    r"(?:message \[(\d+)\] of )?(the span this summary replaced|an earlier span)"
+)
+STATEMENT_KINDS = ("statement", "statement_cut", "statement_tail")
 KINDS = (
+    *STATEMENT_KINDS,
     "request",
     "constraint",
     "approval",
@@ -131,8 +155,10 @@ def _path(path: str, ops: dict[str, int]) -> str:
 
 
 def render(ledger: Ledger, limit: int) -> str:
-    """The record of ``ledger`` within ``limit`` UTF-8 bytes (never cut inside an entry)."""
+    """The record of ``ledger`` within ``limit`` UTF-8 bytes (never cut inside an entry), plus its
+    task statement: sized by the caller (:func:`fit_statement`), it rides on top of ``limit``."""
     entries = _entries(ledger)
+    statement = statement_lines(ledger.statement)
     dropped = dict(ledger.dropped)
     request = ledger.request
     _cap(entries["seen"], min(limit // SEEN_SHARE, SEEN_MAX), dropped)
@@ -140,8 +166,8 @@ def render(ledger: Ledger, limit: int) -> str:
     if request and over > 0:  # a long request gives way before any id does (2,000 CJK chars are 6 KB)
         request = _shorten(request, over, dropped)
     while True:
-        text = _compose(request, entries, dropped)
-        over = _size(text) - 1 - limit
+        text = _compose(statement, request, entries, dropped)
+        over = _size(text) - 1 - limit - sum(map(_size, statement))
         if over <= 0:
             return text
         name = next((n for n in _DROP_ORDER if entries[n]), None)
@@ -203,15 +229,17 @@ def _cap(tokens: list[tuple[str, str]], share: int, dropped: dict[str, int]) -> 
         dropped[key] = dropped.get(key, 0) + 1
 
 
-def _compose(request: str, entries: dict[str, list[tuple[str, str]]], dropped: dict[str, int]) -> str:
-    lines = [_fold("request", request)] if request else []
+def _compose(
+    statement: list[str], request: str, entries: dict[str, list[tuple[str, str]]], dropped: dict[str, int]
+) -> str:
+    lines = [*statement, *([_fold("request", request)] if request else [])]
     by_kind: dict[str, list[str]] = {}
     for name in ("approval", "job", "finished", "path", "failed", "skill", "fact", "constraint"):
         for key, line in entries[name]:
             by_kind.setdefault(key, []).append(line)
     for name in ("id", "data", "seen"):
         by_kind[name] = _packed(name, [token for _, token in entries[name]])
-    for kind in KINDS[1:-2]:
+    for kind in KINDS[len(STATEMENT_KINDS) + 1 : -2]:
         lines.extend(by_kind.get(kind, []))
     if dropped.get("approval") or dropped.get("job"):
         lines.append(f"recover: {RECOVERY_CALL}")
@@ -242,19 +270,79 @@ def _dropped_line(dropped: dict[str, int]) -> str:
     return "dropped: " + " ".join(f"{kind}={count}" for kind, count in sorted(dropped.items()) if count)
 
 
+# -- the task statement (version 2) ----------------------------------------------------------
+
+
+def statement_lines(statement: Statement | None) -> list[str]:
+    """The record's lines of ``statement``: ``statement`` (whole, or its head), then, when the
+    middle is not held, ``statement_cut`` (what is not written and where it is) and
+    ``statement_tail``."""
+    if statement is None:
+        return []
+    if statement.tail is None:
+        return [_fold("statement", statement.head)]
+    where = "an earlier span" if statement.earlier else "the span this summary replaced"
+    message = f"message [{statement.number}] of " if statement.number else ""
+    cut = f"statement_cut: {statement.middle} characters of the task statement not written here are in {message}{where}"
+    return [
+        *([_fold("statement", statement.head)] if statement.head else []),
+        cut,
+        *([_fold("statement_tail", statement.tail)] if statement.tail else []),
+    ]
+
+
+def statement_size(statement: Statement | None) -> int:
+    """UTF-8 bytes the lines of ``statement`` take in a record (newlines included)."""
+    return sum(map(_size, statement_lines(statement)))
+
+
+STATEMENT_HALF_MIN = 32
+"""Bytes each of a statement's head and tail keeps at least; with less room, all of it is cited."""
+
+
+def fit_statement(statement: Statement, limit: int) -> Statement:
+    """``statement`` within ``limit`` bytes of record lines: as it is if it fits, else the longest
+    head and tail of equal size (their middle cited), else cited whole. Never dropped."""
+    if statement_size(statement) <= limit:
+        return statement
+    head, tail = statement.head, statement.head if statement.tail is None else statement.tail
+    length = len(head) + statement.middle + len(tail) if statement.tail is not None else len(head)
+    half = (limit - statement_size(Statement(statement.number, "", "", length, statement.earlier))) // 2 - 24
+    while half >= STATEMENT_HALF_MIN:
+        kept_head = head.encode("utf-8", "surrogatepass")[:half].decode("utf-8", "ignore")
+        kept_tail = tail.encode("utf-8", "surrogatepass")[-half:].decode("utf-8", "ignore")
+        middle = length - len(kept_head) - len(kept_tail)
+        fitted = Statement(statement.number, kept_head, kept_tail, middle, statement.earlier)
+        over = statement_size(fitted) - limit
+        if over <= 0:
+            return fitted
+        half -= max(1, (over + 1) // 2)
+    return Statement(statement.number, "", "", length, statement.earlier)
+
+
+def record_version(text: str) -> str | None:
+    """The version of the last valid state record of ``text`` (None: no valid record)."""
+    found = _valid(text) if OPEN in text else None
+    if found is None:
+        return None
+    header = _HEADER.match(text, found[0])
+    return header.group(1) if header is not None else None
+
+
 # -- reading a record back -----------------------------------------------------------------
 
 
 def _read(lines: list[str], first: int) -> tuple[int, list[str]] | None:
     """The record whose header is ``lines[first]``: (index of its close line, its entries)."""
     header = _HEADER.fullmatch(lines[first])
-    if header is None or header.group(1) != VERSION:
+    if header is None or header.group(1) not in READ:
         return None
+    kinds = KINDS if header.group(1) != "1" else KINDS[len(STATEMENT_KINDS) :]
     out: list[str] = []
     index = first + 1
     while index < len(lines) and lines[index] != CLOSE:
         entry = _ENTRY.fullmatch(lines[index])
-        if entry is None or entry.group(1) not in KINDS:
+        if entry is None or entry.group(1) not in kinds:
             return None
         more = int(entry.group(2) or 0)
         if index + more >= len(lines):
@@ -324,6 +412,8 @@ def parse_record(text: str) -> Ledger | None:
 
 
 def _apply(ledger: Ledger, kind: str, value: str) -> bool:
+    if kind in STATEMENT_KINDS:
+        return _apply_statement(ledger, kind, value)
     if kind == "request":
         ledger.request = value
     elif kind == "constraint":
@@ -360,4 +450,26 @@ def _apply(ledger: Ledger, kind: str, value: str) -> bool:
         getattr(ledger, "ids" if kind == "id" else kind).extend(value.split(" "))
     else:
         getattr(ledger, "skills" if kind == "skill" else "facts").append(value)
+    return True
+
+
+def _apply_statement(ledger: Ledger, kind: str, value: str) -> bool:
+    """The statement's lines, strictly in their order: ``statement``, ``statement_cut``,
+    ``statement_tail`` (a whole one is one ``statement`` line; one cited whole, one cut line)."""
+    held = ledger.statement
+    if kind == "statement":
+        if held is not None:
+            return False
+        ledger.statement = Statement(0, value)
+        return True
+    if kind == "statement_cut":
+        cut = _CUT.fullmatch(value)
+        if cut is None or (held is not None and held.tail is not None):
+            return False
+        number, earlier = int(cut.group(2) or 0), cut.group(3) == "an earlier span"
+        ledger.statement = Statement(number, held.head if held else "", "", int(cut.group(1)), earlier)
+        return True
+    if held is None or held.tail != "" or not value:  # a tail follows its cut line, once
+        return False
+    held.tail = value
     return True

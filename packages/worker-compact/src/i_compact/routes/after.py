@@ -95,7 +95,7 @@ def _checked(
     """A repair ``request``, or the final summary (carried-forward facts, the record) and the
     check's diagnostics. ``own``: the summary already carries this very record (local route)."""
     from .. import summary_check
-    from ..state_record import parse_record, render
+    from ..state_record import parse_record, render, statement_lines
 
     body = body.replace(_RECORD_SLOT, ledger_text, 1) if own else body
     ledger = parse_record(ledger_text)
@@ -111,7 +111,9 @@ def _checked(
     reply = body = _neutral(body) if sections else body
     # The worker's own sections come after the reply (and what it carries forward): what they
     # keep need not be repaired (issue 30).
-    missing = summary_check.missing(f"{body}\n\n{sections}" if sections else body, ledger)
+    # The record's task statement (the sections' until version 2) counts with them.
+    statement = "\n".join(statement_lines(ledger.statement))
+    missing = summary_check.missing(f"{body}\n\n{sections}\n{statement}" if sections else body, ledger)
     progress = state.check or {}
     first = progress.get("missing") if isinstance(progress.get("missing"), list) else None
     if missing and count(round_number) and round_number <= summary_check.REPAIR_ROUNDS and first is None:

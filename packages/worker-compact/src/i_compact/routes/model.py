@@ -10,6 +10,7 @@ from .. import diagnostics as diag
 from ..allowance import LOCAL_MIN_CHARS, MODEL_RECORD_MAX, local_bounds
 from ..config import CompactConfig, check_prompt
 from ..failure import count, fail
+from ..ledger import Ledger, Statement
 from ..state import CompactState
 from ..textsafe import scrub_value
 
@@ -33,8 +34,13 @@ def model_route(
     messages = out["messages"]
     analysis = analyse(messages)
     prepared = prepare(messages, analysis, images)
-    state.ledger = _model_record(messages, analysis, config)
-    state.sections = _sections(messages, state, config) if config.model_sections else None
+    ledger, limit = _model_ledger(messages, analysis, config)
+    state.ledger = _record(ledger, limit)
+    state.sections = None
+    if config.model_sections:
+        state.sections, ledger.statement = _sections(messages, state, config)
+        if ledger.statement is not None:  # the task statement rides on top of the record's bound
+            state.ledger = _record(ledger, limit)
     summary_images = scrub_value(prepared.summary_images)
     prompt = _with_image_note(base_prompt, summary_images, state, request)
     state.prompt_source = source
@@ -106,35 +112,51 @@ def _cached(
     return True
 
 
-def _sections(messages: list[dict[str, Any]], state: CompactState, config: CompactConfig) -> str | None:
-    """The coding sections (task statement, requests, action log) within the room the plan left."""
-    from ..actions import analyse_cached, carries_statement, render, statement_size
+def _sections(
+    messages: list[dict[str, Any]], state: CompactState, config: CompactConfig
+) -> tuple[str | None, Statement | None]:
+    """The coding sections (requests, action log) within the room the plan left, and the task
+    statement the record holds on top of its bound (the same room as the local summary's)."""
+    from ..actions import analyse_cached, carries_statement, counted_statement, render, statement_of, statement_size
     from ..allowance import planned_prefix, statement_room
     from ..history import approx_size
 
     coding = analyse_cached(messages)
     if not (coding.actions or coding.requests or coding.statement):
-        return None
+        return None, None
     planned = state.sections_max_bytes
     if planned is not None and planned <= 0:
-        return None
+        return None, None
     if planned is None and state.summary_max_tokens is not None:
-        return None  # a small window: the reply has the room
+        return None, None  # a small window: the reply has the room
     prefix = planned_prefix(state, {"cut": state.cut, "messages": messages})
     size = prefix if prefix is not None else sum(approx_size(m) for m in messages)
     critical = local_bounds(messages, config.local_max_chars, prefix)[1]
     on_top = statement_room(size, critical, statement_size(messages)[1], carries_statement(messages))
     room = critical if planned is None else max(0, planned - on_top)
-    return render(coding, room, on_top, held=state.ledger or "") or None
+    if on_top:
+        statement = statement_of(coding, on_top)
+    else:  # no room on top: it counts in the room like the rest
+        statement, cost = counted_statement(coding, room)
+        room -= cost
+    return render(coding, room, held=state.ledger or "") or None, statement
 
 
-def _model_record(messages: list[dict[str, Any]], analysis: Any, config: CompactConfig) -> str:
-    """The prefix's ledger as a record, at its largest; ``after_compact`` fits it to the reply."""
+def _model_ledger(messages: list[dict[str, Any]], analysis: Any, config: CompactConfig) -> tuple[Ledger, int]:
+    """The prefix's ledger and the record's bound at its largest; ``after_compact`` fits it to the
+    reply. The task statement is the sections' (:func:`_sections`): none unless they are written."""
     from ..ledger import build
-    from ..state_record import render
 
     _, critical = local_bounds(messages, config.local_max_chars, None)
-    return render(build(messages, analysis), min(MODEL_RECORD_MAX, max(critical, LOCAL_MIN_CHARS)))
+    ledger = build(messages, analysis)
+    ledger.statement = None
+    return ledger, min(MODEL_RECORD_MAX, max(critical, LOCAL_MIN_CHARS))
+
+
+def _record(ledger: Ledger, limit: int) -> str:
+    from ..state_record import render
+
+    return render(ledger, limit)
 
 
 def capped_prompt(prompt: str, state: CompactState, out: dict[str, Any]) -> str:
