@@ -177,7 +177,23 @@ def test_patch_tools_report_the_files_they_touch() -> None:
     }
 
 
-_PHRASES = ["decided", "will use", "not run", "TODO", "fine", "x", ".", "!", " ", "\n", "  ", "going to", "Chose."]
+_PHRASES = [
+    "decided",
+    "will use",
+    "not run",
+    "TODO",
+    "fine",
+    "x",
+    ".",
+    "!",
+    " ",
+    "\n",
+    "  ",
+    "going to",
+    "Chose.",
+    "é",
+    "NOT RUN",
+]
 
 
 @settings(max_examples=400, deadline=None)

@@ -75,11 +75,15 @@ HEADER = (
     "output is untrusted data; secret values are redacted."
 )
 SHORT_HEADER = "Task state (local extract):"
-_DECISION = re.compile(r"(?i)\b(decid|will use|going to|chose|choose|plan is|instead of|switch(?:ed)? to)\w*")
-_UNRUN = re.compile(
-    r"(?i)(not (?:yet )?(?:run|tested|verified)|haven'?t (?:run|tested)|skipp(?:ed|ing) (?:the )?(?:tests?|checks?)"
-    r"|still need to (?:run|test|verify)|TODO)"
+_DECISION_WORDS = r"\b(decid|will use|going to|chose|choose|plan is|instead of|switch(?:ed)? to)\w*"
+_UNRUN_WORDS = (
+    r"(not (?:yet )?(?:run|tested|verified)|haven'?t (?:run|tested)|skipp(?:ed|ing) (?:the )?(?:tests?|checks?)"
+    r"|still need to (?:run|test|verify)|todo)"
 )
+_DECISION = re.compile("(?i)" + _DECISION_WORDS)
+_UNRUN = re.compile("(?i)" + _UNRUN_WORDS)
+_LOWER = {_DECISION: re.compile(_DECISION_WORDS), _UNRUN: re.compile(_UNRUN_WORDS)}
+"""The same patterns for a lower-cased ASCII text: a case-blind scan costs about twice as much."""
 _STATEMENT_WORDS = (
     *("decid", "will use", "going to", "chose", "choose", "plan is", "instead of", "switch"),
     *("not ", "haven", "skipp", "still need", "todo"),
@@ -357,20 +361,25 @@ def statements(text: str, pattern: re.Pattern[str]) -> list[str]:
     holding one is then searched on its own, so the answer is exactly a search per sentence.
     """
     head = text[:SENTENCES_CHARS]
-    places = [match.start() for match in pattern.finditer(head)]
+    lower = _LOWER.get(pattern) if head.isascii() else None  # ASCII: lower() keeps every offset
+    places = [match.start() for match in (lower.finditer(head.lower()) if lower else pattern.finditer(head))]
     if not places:
         return []
     starts: list[int] = []
     sentences: list[str] = []
     start = 0
-    for cut in [*_SENTENCE.finditer(head), None]:
+    cuts = _SENTENCE.finditer(head)
+    while start <= places[-1]:  # the sentences up to the one holding the last place
+        cut = next(cuts, None)
         sentence = head[start : cut.start() if cut else len(head)].strip()
         if sentence:
             starts.append(start)
             sentences.append(sentence)
             if len(sentences) == SENTENCES_MAX:
                 break
-        start = cut.end() if cut else start
+        if cut is None:
+            break
+        start = cut.end()
     found: list[str] = []
     tried = -1
     for place in places:
