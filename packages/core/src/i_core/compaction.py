@@ -268,6 +268,8 @@ class Compactor:
                 "candidate_over_budget",
                 f"the compacted history does not fit the context budget, even cut later: {after.verdict.explain()}",
             )
+            if not self.hooks.declared("compact_plan", "previous_attempt"):
+                raise error  # SPEC §3.5: a candidate that does not fit commits nothing
             reason = replans.add(cut, CANDIDATE_OVER_BUDGET, error)
             plan = self.hooks.checked("compact_plan", replans.data(plan_data, outcome.state, cut, reason))
         self._check_reduction(check, after)
