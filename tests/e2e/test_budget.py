@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import orjson
 
 from i_scripted import ScriptedModel, reference_tokens
@@ -94,3 +97,18 @@ def test_a_missing_context_window_is_the_budget_workers_error(i, write_config, p
     assert result.returncode == 6, result.stderr
     assert "budget.context_window is required" in result.stderr and "i --runtime init" in result.stderr
     assert model.requests == []
+
+
+BYTE_BUDGET = Path(__file__).parents[2] / "packages" / "core" / "tests" / "workers" / "byte_budget.py"
+REDUCTION = "context_budget: a real reduction stays a reduction"
+
+
+def test_check_budget_passes_the_real_budget_and_fails_one_whose_estimates_cannot_reduce(i):
+    real = i("--runtime", "check", "budget", "--json")
+    report = orjson.loads(real.stdout)
+    assert real.returncode == 0 and report["passed"], real.stdout + real.stderr
+    assert next(c for c in report["checks"] if c["name"] == REDUCTION)["passed"]
+    bad = i("--runtime", "check", "budget", "--json", "--exec", sys.executable, str(BYTE_BUDGET))
+    assert bad.returncode == 6, bad.stderr
+    check = next(c for c in orjson.loads(bad.stdout)["checks"] if c["name"] == REDUCTION)
+    assert not check["passed"] and "would fail not_reducing" in check["detail"]
