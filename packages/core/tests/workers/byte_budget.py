@@ -17,7 +17,9 @@ def size(value):
 
 
 def fingerprint(messages):
-    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
+    # Top-level "_" metadata of a message is the core's, not the model's (seed 001 §7).
+    plain = [{k: v for k, v in m.items() if not k.startswith("_")} for m in messages]
+    return hashlib.sha256(json.dumps(plain, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def budget(data):
@@ -29,7 +31,8 @@ def budget(data):
     if isinstance(usage, dict) and isinstance(usage.get("prefix_messages"), int):
         prefix = usage["prefix_messages"]
         if 0 < prefix <= len(history) and usage.get("prefix_fingerprint") == fingerprint(history[:prefix]):
-            rest = sum(size(m) for m in history[prefix:])
+            covered = prefix + 1 if history[prefix:][:1] and history[prefix]["role"] == "assistant" else prefix
+            rest = sum(size(m) for m in history[covered:])  # the reply is the anchored output
             estimate, method = usage["input_tokens"] + usage["output_tokens"] + rest, "usage_anchor"
     trigger = min(int(window * 0.8), window - reserve)
     data["budget_result"] = {
@@ -37,7 +40,7 @@ def budget(data):
         "estimate": estimate,
         "comparable_estimate": whole,
         "capacity": window - reserve,
-        "recommend_compact": estimate > trigger and bool(data.get("compact")),
+        "recommend_compact": whole > trigger and bool(data.get("compact")),  # by bytes: carelessly early
         "estimate_method": method,
         "reasons": [] if estimate <= window - reserve else [f"estimate {estimate} over {window - reserve}"],
         "anchor": {
