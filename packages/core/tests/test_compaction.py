@@ -488,6 +488,21 @@ def test_the_budget_answer_reaches_the_compactor_with_the_extensions_the_budget_
     assert ("tool_output_budget" in plan["budget_result"]) is declared
 
 
+@pytest.mark.parametrize(("version", "read"), [("0.2.2", True), ("0.2.3", False)])
+def test_a_release_of_ours_from_before_the_declarations_is_read_by_its_version(setup, tmp_path, version, read):
+    # i-worker-budget 0.2.2 used cut_estimates without declaring it (compatibility.USED_BEFORE_DECLARING);
+    # from 0.2.3 on a release is taken at its word.
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 6) as model:
+        grow(setup, model)
+        conf = {"package": "i-worker-budget", "version": version, "extensions": []}
+        setup.behave(fits_over=7000, cut="keep_two", cut_estimates=True, log=str(log), **conf)
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    plan = next(r for r in _log(log) if r["event"] == "compact_plan")
+    assert ("cut_estimates" in plan["budget_result"]) is read
+
+
 @pytest.mark.parametrize("declared", [True, False])
 def test_a_rejection_is_sent_only_to_a_budget_that_declared_it(setup, tmp_path, declared):
     log = tmp_path / "log.ndjson"

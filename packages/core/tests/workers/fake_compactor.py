@@ -14,7 +14,8 @@ Reads its behaviour from the JSON file named by argv[1] on every call, so a test
    "cut_estimates": true,     # context_budget's answer carries cut_estimates
    "log": "PATH",             # append every compact_plan / after_compact_commit data (as JSON lines)
    "log_budget": true,        # ... and every context_budget data
-   "extensions": [...]}       # what hello declares, read at start (default: every extension it uses)
+   "extensions": [...],       # what hello declares, read at start (default: every extension it uses)
+   "package": ..., "version": ...}  # who hello says it is, read at start
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def behaviour() -> dict:
 # Declared in hello, as the real workers do; a test may declare less.
 try:
     worker.extensions = tuple(behaviour().get("extensions", USED))
+    worker.dist_name = behaviour().get("package", worker.dist_name)
+    worker.version = behaviour().get("version", worker.version)
 except (IndexError, OSError, ValueError):
     worker.extensions = USED
 
