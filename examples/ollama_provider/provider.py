@@ -26,7 +26,7 @@ import uuid
 
 from i_protocol import Worker, WorkerError
 
-worker = Worker("ollama-provider", "1.0.0", dist_name="ollama-provider")
+worker = Worker("ollama-provider", "1.0.0", dist_name="ollama-provider", extensions=("provider_request",))
 RETRIES = 2
 _TRANSIENT = (429, 500, 502, 503, 504)
 

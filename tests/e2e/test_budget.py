@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import orjson
 
 from i_scripted import ScriptedModel, reference_tokens
@@ -94,3 +97,67 @@ def test_a_missing_context_window_is_the_budget_workers_error(i, write_config, p
     assert result.returncode == 6, result.stderr
     assert "budget.context_window is required" in result.stderr and "i --runtime init" in result.stderr
     assert model.requests == []
+
+
+BYTE_BUDGET = Path(__file__).parents[2] / "packages" / "core" / "tests" / "workers" / "byte_budget.py"
+REDUCTION = "context_budget: a real reduction stays a reduction"
+
+
+def test_check_budget_passes_the_real_budget_and_fails_one_whose_estimates_cannot_reduce(i):
+    real = i("--runtime", "check", "budget", "--json")
+    report = orjson.loads(real.stdout)
+    assert real.returncode == 0 and report["passed"], real.stdout + real.stderr
+    assert next(c for c in report["checks"] if c["name"] == REDUCTION)["passed"]
+    bad = i("--runtime", "check", "budget", "--json", "--exec", sys.executable, str(BYTE_BUDGET))
+    assert bad.returncode == 6, bad.stderr
+    check = next(c for c in orjson.loads(bad.stdout)["checks"] if c["name"] == REDUCTION)
+    assert not check["passed"] and "would fail not_reducing" in check["detail"]
+
+
+STDLIB_COMPACTOR = Path(__file__).parents[2] / "examples" / "stdlib_compactor" / "compactor.py"
+_TEXT = "the parser keeps each value it reads and the log reports every unknown key to the user again"
+_WORDS = _TEXT.split()
+
+
+def _reply(n: int, words: int) -> str:
+    """English at about 4.7 bytes per token (the scripted model's count): 2000 words, 9 KB."""
+    return " ".join(_WORDS[(n * 5 + k * k + k) % len(_WORDS)] for k in range(words))
+
+
+def test_a_silent_budget_whose_estimates_cannot_pass_the_reduction_check_is_named_in_one_line(
+    i, write_config, plugins, project, dirs
+):
+    # Two third-party workers, both silent to hello: a budget that counts a byte per token beyond
+    # its anchor (as i-worker-budget 0.1.0 did) and the stdlib compactor of examples/.
+    plugins("compact")
+    bindings = {
+        "budget": {"exec": [sys.executable, str(BYTE_BUDGET)]},
+        "compact": {"exec": [sys.executable, str(STDLIB_COMPACTOR)]},
+    }
+    (dirs["config"] / "bindings.json").write_bytes(orjson.dumps(bindings))
+    session = project / ".i" / "sessions" / "s.json"
+    # The compactor keeps the last exchange: the candidate is about a third of the history's bytes,
+    # so a byte per token puts it over the count real usage anchored for the whole history.
+    replies = [{"text": _reply(n, 3000 if n == 3 else 2000)} for n in range(8)]
+    with ScriptedModel(replies) as model:
+        write_config(model.base_url, max_tokens=4096, budget={"context_window": 100000})
+        for n in range(4):
+            turn = i("-C", str(project), "--session-name", "s", f"turn {n}: go on")
+            assert turn.returncode == 0, turn.stderr
+        before, sent = session.read_bytes(), len(model.requests)
+        forced = i("--runtime", "compact", "-C", str(project), "--session-name", "s")
+        # The same budget in a turn: it recommends compacting by bytes, and the candidate fits.
+        write_config(model.base_url, max_tokens=4096, budget={"context_window": 30000})
+        automatic = i("-C", str(project), "--session-name", "s", "turn 4: go on")
+        assert len(model.requests) == sent, (forced.stdout, forced.stderr, automatic.stderr)  # none reached the model
+    for run in (forced, automatic):
+        lines = [line for line in run.stderr.splitlines() if not line.startswith("[i] ")]
+        assert run.returncode == 6, run.stdout + run.stderr
+        assert len(lines) == 1, run.stderr
+        line = lines[0]
+        assert f"worker budget ({sys.executable} {BYTE_BUDGET})" in line
+        assert "silent to hello, no package or version known" in line
+        assert "its estimates cannot pass the token-reduction check" in line and "not_reducing" not in line
+        assert "the last checkpoint is unchanged" in line
+    assert session.read_bytes() == before
+    assert not (project / ".i" / "sessions" / "s.precompact.json").exists()

@@ -77,8 +77,9 @@ def test_a_broken_compactor_fails_the_check_that_names_it(dirs, mode, check, rea
 def test_the_command_prints_a_table_and_exits_0_only_when_all_pass(dirs):
     good = subprocess.run([*CORE, "--runtime", "check", "compact"], capture_output=True, text=True, timeout=scaled(300))
     assert good.returncode == 0, good.stdout + good.stderr
-    assert "i-compact (installed" in good.stdout and "12 checks: 12 passed, 0 failed" in good.stdout
-    assert good.stdout.count("  PASS  ") == 12
+    count = len(checks_of("compact"))
+    assert "i-compact (installed" in good.stdout and f"{count} checks: {count} passed, 0 failed" in good.stdout
+    assert good.stdout.count("  PASS  ") == count
     bad = subprocess.run(
         [*CORE, "--runtime", "check", "compact", "--json", "--exec", *BAD, "cut_in_batch"],
         capture_output=True,
@@ -90,6 +91,23 @@ def test_the_command_prints_a_table_and_exits_0_only_when_all_pass(dirs):
     assert report["passed"] is False and report["source"] == "--exec" and report["exec"][-1] == "cut_in_batch"
     failed = [c["name"] for c in report["checks"] if not c["passed"]]
     assert "compact_plan: cut null or valid, never inside a tool batch" in failed
+
+
+REDUCTION = "context_budget: a real reduction stays a reduction"
+
+
+def test_a_budget_that_counts_a_byte_per_token_fails_the_reduction_check(dirs):
+    # Anchored on real usage (4 bytes per token), it estimates a history cut to 40% of the bytes
+    # above the anchored count: every real compaction would fail not_reducing (seed 001 §7).
+    passed, detail = outcome("budget", [sys.executable, str(HERE / "workers" / "byte_budget.py")])[REDUCTION]
+    assert not passed
+    assert "not below the" in detail and "would fail not_reducing" in detail, detail
+
+
+@installed("i-budget")
+def test_the_real_budget_passes_the_reduction_check(dirs):
+    passed, detail = outcome("budget")[REDUCTION]
+    assert passed, detail
 
 
 def test_a_binding_is_what_gets_checked_by_default(dirs):

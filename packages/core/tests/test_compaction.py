@@ -425,3 +425,94 @@ def test_an_invalid_summary_cap_commits_nothing(setup):
         result = setup.run(model.base_url, "next " + LONG)
     assert result.returncode == 5 and "not a positive integer" in result.stderr
     assert setup.session.read_bytes() == before
+
+
+# -- optional fields only from a worker that declared their extension (SPEC §3.4) -------------
+
+
+def test_chunks_from_a_compactor_that_did_not_declare_them_are_not_read(setup, tmp_path):
+    with ScriptedModel([{"text": "ok"}] * 12) as model:
+        before = grow(setup, model, turns=5)
+        setup.behave(fits_over=12000, cut="keep_two", chunks=3, extensions=["previous_attempt"])
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 5, result.stderr
+    assert "chunks was not read: the worker did not declare the 'chunks' extension in hello" in result.stderr
+    assert setup.session.read_bytes() == before and not setup.backup.exists()
+    assert all(r.body.get("tools") for r in model.requests)  # no summary request was sent
+
+
+def test_further_after_compact_rounds_only_for_a_compactor_that_declared_them(setup):
+    summary_requests = []
+
+    def step(request):
+        if not request.get("tools"):
+            summary_requests.append(request)
+            return {"text": f"<continuation_summary>version {len(summary_requests)}</continuation_summary>"}
+        return {"text": "ok"}
+
+    with ScriptedModel([step] * 12) as model:
+        grow(setup, model)
+        setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", revise=2, extensions=[])
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    # SPEC §3.5: after_compact's answer is the final summary; its request is not read.
+    assert [r["messages"][0]["content"] for r in summary_requests] == ["Summarise"]
+    assert "version 1" in orjson.loads(setup.session.read_bytes())["messages"][1]["content"]
+
+
+def test_a_candidate_over_budget_is_planned_again_only_for_a_compactor_that_declared_previous_attempt(setup, tmp_path):
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 6) as model:
+        before = grow(setup, model, turns=4)
+        conf = {"cut": "keep_four", "second_cut": "keep_two", "summary": "short", "log": str(log)}
+        setup.behave(fits_over=3500, extensions=[], **conf)
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 5
+    assert "does not fit the context budget, even cut later" in result.stderr
+    assert setup.session.read_bytes() == before
+    plans = [r for r in _log(log) if r["event"] == "compact_plan"]
+    assert len(plans) == 1 and "previous_attempt" not in plans[0]
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_the_budget_answer_reaches_the_compactor_with_the_extensions_the_budget_declared(setup, tmp_path, declared):
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 6) as model:
+        grow(setup, model)
+        extensions = ["cut_estimates", "tool_output_budget"] if declared else ["previous_attempt"]
+        setup.behave(fits_over=7000, cut="keep_two", cut_estimates=True, log=str(log), extensions=extensions)
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    plan = next(r for r in _log(log) if r["event"] == "compact_plan")
+    assert ("cut_estimates" in plan["budget_result"]) is declared
+    assert ("tool_output_budget" in plan["budget_result"]) is declared
+
+
+@pytest.mark.parametrize(("version", "read"), [("0.2.2", True), ("0.2.3", False)])
+def test_a_release_of_ours_from_before_the_declarations_is_read_by_its_version(setup, tmp_path, version, read):
+    # i-worker-budget 0.2.2 used cut_estimates without declaring it (compatibility.USED_BEFORE_DECLARING);
+    # from 0.2.3 on a release is taken at its word.
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 6) as model:
+        grow(setup, model)
+        conf = {"package": "i-worker-budget", "version": version, "extensions": []}
+        setup.behave(fits_over=7000, cut="keep_two", cut_estimates=True, log=str(log), **conf)
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    plan = next(r for r in _log(log) if r["event"] == "compact_plan")
+    assert ("cut_estimates" in plan["budget_result"]) is read
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_rejection_is_sent_only_to_a_budget_that_declared_it(setup, tmp_path, declared):
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 6, context_window=20000) as model:
+        grow(setup, model, turns=2)
+        extensions = ["rejection"] if declared else []
+        setup.behave(cut="keep_two", summary="short", log=str(log), log_budget=True, extensions=extensions)
+        result = setup.run(model.base_url, "next " + LONG * 60)
+    assert model.rejections >= 1, result.stderr
+    budgets = [r for r in _log(log) if r["event"] == "context_budget"]
+    assert any("rejection" in r for r in budgets) is declared
+    plans = [r for r in _log(log) if r["event"] == "compact_plan"]
+    assert any(r.get("force") for r in plans)  # either way the refusal forces a compaction

@@ -143,6 +143,23 @@ def test_a_kept_answer_spares_the_round_trip(dirs, tmp_path):
     assert third.calls == ["hello", "e"]
 
 
+@pytest.mark.parametrize(
+    ("hello", "declared"),
+    [
+        (Hello("i-worker-budget", "0.2.2", library="0.2.4", known=True), True),  # before the declarations
+        (Hello("i-worker-budget", "0.2.1"), True),  # silent, known by its --version line
+        (Hello("i-worker-budget", "0.2.3", library="0.2.4", known=True), False),  # declares: taken at its word
+        (Hello("house-budget", "0.2.2", library="0.2.4", known=True), False),  # not ours
+        (UNKNOWN, False),
+    ],
+)
+def test_a_release_of_ours_from_before_the_declarations_uses_what_the_table_says(hello, declared):
+    from i_core.compatibility import extensions_of
+
+    assert ("cut_estimates" in extensions_of(hello)) is declared
+    assert "chunks" not in extensions_of(hello)
+
+
 # -- the real `i` ------------------------------------------------------------------------------
 
 

@@ -89,7 +89,8 @@ class Budget:
 
         ``compact`` tells the worker whether a compactor could act on its recommendation
         (default: whether one is installed); ``force`` that a compaction runs whatever it says;
-        ``rejection`` that the model server refused exactly this history as too long.
+        ``rejection`` that the model server refused exactly this history as too long (sent only to
+        a budget that declared the ``rejection`` extension; any other still sees the forced check).
         """
         if not self.enabled:
             return None
@@ -111,7 +112,7 @@ class Budget:
         }
         if force:
             data["force"] = True
-        if rejection is not None:
+        if rejection is not None and self.hooks.declared("context_budget", "rejection"):
             data["rejection"] = {key: value for key, value in rejection.items() if value is not None}
         check: BudgetCheck = self.hooks.checked("context_budget", data)
         return check

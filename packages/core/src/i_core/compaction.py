@@ -19,7 +19,7 @@ from i_protocol.history import HistoryError, is_summary, summary_marker, text_of
 from .archive import CITATION_OPEN, LEGACY_CITATION_OPENS
 from .budget import Budget
 from .config import ApiConfig
-from .errors import CompactionError, HookResultError, ModelError, WorkerFailure
+from .errors import CompactionError, HookResultError, ModelError, WorkerFailure, WorkerIncompatible
 from .hook_results import BudgetCheck, CompactPlan, PreparedSummary, Revision
 from .hooks import HookRunner
 from .model import ModelClient
@@ -42,6 +42,9 @@ MAX_AFTER_COMPACT_ROUNDS = 4
 FRAME_HEADROOM = 1 << 20
 """Room in a frame for what travels with the history (budget output, state, request context)."""
 
+
+CLEAR_REDUCTION = 0.5
+"""A candidate of at most this share of the history's bytes is a reduction a budget must see."""
 
 CANDIDATE_OVER_BUDGET = "candidate_over_budget"
 SUMMARY_NOT_FINISHED = "summary_not_finished"
@@ -193,7 +196,9 @@ class Compactor:
     """A line the user must see (a summary that did not finish, planned again)."""
 
     def run(self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *, force: bool = False) -> Outcome:
-        """Try to compact ``history``; never raises for a declined or failed attempt."""
+        """Try to compact ``history``; never raises for a declined or failed attempt. A refused worker
+        (``WorkerIncompatible``: the handshake, or a budget whose estimates no reduction can pass)
+        ends the run instead, in one line, with nothing committed."""
         outcome = Outcome(committed=False, history=history)
         try:
             _check_frame_size(history)
@@ -208,6 +213,8 @@ class Compactor:
             return self._attempt(history, check, force, outcome)
         except CompactionError as exc:
             return replace(outcome, check=exc.check, reason=str(exc))
+        except WorkerIncompatible:  # a worker refused (hello, or a budget that cannot pass a check): ends the run
+            raise
         except HookResultError as exc:  # a compactor broke the contract of its event: the check it broke
             return replace(outcome, check=exc.check or "worker_failed", reason=str(exc))
         except WorkerFailure as exc:
@@ -268,9 +275,11 @@ class Compactor:
                 "candidate_over_budget",
                 f"the compacted history does not fit the context budget, even cut later: {after.verdict.explain()}",
             )
+            if not self.hooks.declared("compact_plan", "previous_attempt"):
+                raise error  # SPEC §3.5: a candidate that does not fit commits nothing
             reason = replans.add(cut, CANDIDATE_OVER_BUDGET, error)
             plan = self.hooks.checked("compact_plan", replans.data(plan_data, outcome.state, cut, reason))
-        self._check_reduction(check, after)
+        self._check_reduction(check, after, history, candidate)
         return replace(
             outcome,
             committed=True,
@@ -367,7 +376,9 @@ class Compactor:
             raise CompactionError("summary_reply_invalid", "the summary reply was empty")
         return text
 
-    def _check_reduction(self, check: BudgetCheck, after: BudgetCheck) -> None:
+    def _check_reduction(
+        self, check: BudgetCheck, after: BudgetCheck, history: list[dict[str, Any]], candidate: list[dict[str, Any]]
+    ) -> None:
         before, now = check.verdict, after.verdict
         if now.comparable_estimate is None or before.comparable_estimate is None:
             raise CompactionError("not_reducing", "the budget gave no comparable estimate for the compacted history")
@@ -385,11 +396,50 @@ class Compactor:
             and now.estimate is not None
             and now.estimate >= before.estimate
         ):
+            problem = self._budget_cannot_reduce(history, candidate, before.estimate, now.estimate)
+            if problem is not None:
+                raise WorkerIncompatible(problem)
             raise CompactionError(
                 "not_reducing",
                 f"the compacted history is not smaller in tokens (estimate "
                 f"{now.estimate} >= the anchored {before.estimate})",
             )
+
+    def _budget_cannot_reduce(
+        self, history: list[dict[str, Any]], candidate: list[dict[str, Any]], anchored: int, estimate: int
+    ) -> str | None:
+        """The one line that names the budget worker when a clear reduction fails the token check.
+
+        A candidate of at most ``CLEAR_REDUCTION`` of the history's bytes is a real reduction at the
+        density real usage counted for that history (with twice the room): when the budget still
+        estimates it at the anchored count or more, no compaction can ever pass seed 001 §7's check
+        with this budget, and a bare ``not_reducing`` would blame the compactor. None otherwise.
+        """
+        from .budget import wire_size
+        from .pool import describe_worker
+
+        before = sum(wire_size(message) for message in history) + wire_size(self.tools)
+        after = sum(wire_size(message) for message in candidate) + wire_size(self.tools)
+        hooks = self.hooks.subscribers("context_budget")
+        if not hooks or after > before * CLEAR_REDUCTION:
+            return None
+        hook = hooks[-1]
+        handshakes = self.hooks.pool.handshakes
+        said = handshakes.said(hook.exec) if handshakes is not None else None
+        if said is not None and said.package:
+            who = f"{said.package} {said.version or '(version unknown)'}"
+        else:
+            who = (
+                "silent to hello, no package or version known" if said is None or not said.known else "no package named"
+            )
+        slot = f" for {hook.module!r}" if hook.module else ""
+        return (
+            f"worker {describe_worker(hook.exec, hook.module)} ({who}) estimates the compacted history "
+            f"({after} bytes) at {estimate} tokens, not below the {anchored} tokens real usage counted for the "
+            f"{before} bytes it replaces: its estimates cannot pass the token-reduction check (seed 001 §7), so no "
+            f"compaction can commit with it; fix: bind a budget whose estimates follow real usage "
+            f"(`i --runtime check budget` tests it) in bindings.json's entry{slot}; the last checkpoint is unchanged"
+        )
 
 
 def _check_frame_size(history: list[dict[str, Any]]) -> None:

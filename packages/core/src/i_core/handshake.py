@@ -33,7 +33,7 @@ from i_protocol.handshake import HELLO_EVENT, UNKNOWN, Hello, hello_request, par
 from i_protocol.jsonsafe import dumps_safe
 
 from .__about__ import __version__
-from .compatibility import OLDEST_WORKERS
+from .compatibility import OLDEST_WORKERS, extensions_of
 from .errors import WorkerIncompatible
 from .manifest import Exec
 
@@ -166,9 +166,10 @@ class Handshakes:
             return self._said.get(spec.key)
 
     def declared(self, spec: Exec, extension: str) -> bool:
-        """True when the worker of ``spec`` declared ``extension`` in its ``hello``."""
+        """True when the worker of ``spec`` declared ``extension`` in its ``hello`` (for a release of
+        ours from before the declarations: when that release uses it, ``compatibility.extensions_of``)."""
         hello = self.said(spec)
-        return hello is not None and extension in hello.extensions
+        return hello is not None and extension in extensions_of(hello)
 
     def greet(self, spec: Exec, worker: Any, module: str | None, timeout: float) -> Hello:
         """The worker's ``Hello`` (kept, or asked now); a ``WorkerIncompatible`` when it is refused.

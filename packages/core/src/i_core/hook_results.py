@@ -29,6 +29,44 @@ MAX_CHUNKS = 64
 
 Checker = Callable[[dict[str, Any], dict[str, Any]], Any]
 
+EXTENSION_FIELDS: Mapping[str, tuple[tuple[tuple[str, ...], str], ...]] = {
+    "context_budget": (
+        (("budget_result", "cut_estimates"), "cut_estimates"),
+        (("budget_result", "tool_output_budget"), "tool_output_budget"),
+    ),
+    "before_compact": ((("chunks",), "chunks"),),
+    "after_compact": ((("request",), "after_compact_rounds"),),
+}
+"""The optional answer fields beyond SPEC §3.5 and the seeds, each with the extension
+(``i_protocol.handshake.EXTENSIONS``) that carries it. The core reads one only from a worker that
+declared that extension in ``hello`` (``undeclared`` takes it off every other answer); without it
+the event's SPEC contract applies: one summary request, a final summary, the latest cut."""
+
+
+def undeclared(
+    event: str, answer: dict[str, Any], declared: Callable[[str], bool]
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """``answer`` without the extension fields (``EXTENSION_FIELDS``) whose extension its worker did
+    not declare, and the (field, extension) pairs taken off. ``answer`` itself is never changed."""
+    dropped: list[tuple[str, str]] = []
+    for path, extension in EXTENSION_FIELDS.get(event, ()):
+        *parents, name = path
+        holder: Any = answer
+        for key in parents:
+            holder = holder.get(key) if isinstance(holder, dict) else None
+        if not isinstance(holder, dict) or name not in holder or declared(extension):
+            continue
+        answer = _without(answer, path)
+        dropped.append((".".join(path), extension))
+    return answer, dropped
+
+
+def _without(value: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    head, *rest = path
+    if not rest:
+        return {key: item for key, item in value.items() if key != head}
+    return {**value, head: _without(value[head], tuple(rest))}
+
 
 # -- the typed results ----------------------------------------------------------------------------
 

@@ -8,10 +8,11 @@ budgeting on).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .errors import HookResultError, WorkerFailure
-from .hook_results import CHECKS, Checker, ToolResult
+from .hook_results import CHECKS, Checker, ToolResult, undeclared
 from .manifest import Exec, HookEntry, Manifest, ToolEntry
 from .pool import WorkerPool, describe_worker
 
@@ -66,8 +67,7 @@ class HookRunner:
     def declared(self, event: str, extension: str) -> bool:
         """True when every hook of ``event`` declared ``extension`` in its ``hello`` (none: False)."""
         hooks = self.subscribers(event)
-        handshakes = self.pool.handshakes
-        return bool(hooks) and handshakes is not None and all(handshakes.declared(h.exec, extension) for h in hooks)
+        return bool(hooks) and all(self._declared_by(hook, extension) for hook in hooks)
 
     def run(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
         """Pass ``data`` through every subscriber of ``event``; with none, ``data`` itself comes back."""
@@ -89,9 +89,14 @@ class HookRunner:
         result = None
         for hook in hooks:
             answer = self.pool.call(hook.exec, event, data, self.context, module=hook.module)
-            result = _checked(check, answer, data, f"hook failed on {event!r}", hook, consequence)
+            answer, dropped = undeclared(event, answer, partial(self._declared_by, hook))
+            result = _checked(check, answer, data, f"hook failed on {event!r}", hook, consequence, dropped)
             data = answer
         return result
+
+    def _declared_by(self, hook: HookEntry, extension: str) -> bool:
+        handshakes = self.pool.handshakes
+        return handshakes is not None and handshakes.declared(hook.exec, extension)
 
     def announce_tools(self) -> Manifest:
         """Add the tools ``tools_list`` subscribers announce (``announced_tools``) to the manifest."""
@@ -180,11 +185,14 @@ def _checked(
     what: str,
     entry: HookEntry | ToolEntry,
     consequence: str | None = None,
+    dropped: list[tuple[str, str]] | None = None,
 ) -> Any:
     try:
         return check(answer, sent)
     except HookResultError as exc:
         message = f"{what}: worker {describe_worker(entry.exec, entry.module)} {exc}"
+        for field, extension in dropped or ():
+            message += f" ({field} was not read: the worker did not declare the {extension!r} extension in hello)"
         if consequence:
             message += f"; {consequence}"
         raise HookResultError(message, check=exc.check) from exc

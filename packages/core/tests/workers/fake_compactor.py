@@ -11,7 +11,11 @@ Reads its behaviour from the JSON file named by argv[1] on every call, so a test
    "second_cut": ... ,        # compact_plan's answer when called again with previous_attempt
    "provisional": true,       # context_budget's estimates rest on nothing observed
    "on_unfinished": "local" | "decline",  # compact_plan told summary_not_finished: a local summary, or decline
-   "log": "PATH"}             # append every compact_plan / after_compact_commit data (as JSON lines)
+   "cut_estimates": true,     # context_budget's answer carries cut_estimates
+   "log": "PATH",             # append every compact_plan / after_compact_commit data (as JSON lines)
+   "log_budget": true,        # ... and every context_budget data
+   "extensions": [...],       # what hello declares, read at start (default: every extension it uses)
+   "package": ..., "version": ...}  # who hello says it is, read at start
 """
 
 from __future__ import annotations
@@ -21,13 +25,22 @@ import sys
 
 from i_protocol import Worker, WorkerError
 
+USED = ("after_compact_rounds", "chunks", "cut_estimates", "previous_attempt", "rejection", "tool_output_budget")
 worker = Worker("fake-compact", "0", dist_name="fake-compactor")
-worker.extensions = ("previous_attempt",)  # declared in hello, as the real compactor does
 
 
 def behaviour() -> dict:
     with open(sys.argv[1], encoding="utf-8") as handle:
         return json.load(handle)
+
+
+# Declared in hello, as the real workers do; a test may declare less.
+try:
+    worker.extensions = tuple(behaviour().get("extensions", USED))
+    worker.dist_name = behaviour().get("package", worker.dist_name)
+    worker.version = behaviour().get("version", worker.version)
+except (IndexError, OSError, ValueError):
+    worker.extensions = USED
 
 
 def size(history: list) -> int:
@@ -56,6 +69,10 @@ def context_budget(data: dict, request) -> dict:
         "anchor": {"model": data["model"]},
         "provisional": conf.get("provisional", False),
     }
+    if conf.get("cut_estimates"):
+        data["budget_result"]["cut_estimates"] = {"fixed_tokens": 1, "tokens_per_byte": 1.0, "suffix": []}
+    if conf.get("log_budget"):
+        log(conf, "context_budget", data)
     return data
 
 

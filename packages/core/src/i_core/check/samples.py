@@ -68,6 +68,35 @@ def history() -> list[dict[str, Any]]:
     ]
 
 
+_TEXT = (
+    "the parser reads each line of the configuration file and keeps the values it understands while "
+    "warnings about unknown keys go to the log so that a later run can report them to the user who "
+    "changed the file last week before the release was tagged and the tests were run again on every "
+    "platform we support including the older machines in the build farm"
+)
+_WORDS = _TEXT.split()
+
+
+def _prose(seed: int, words: int) -> str:
+    """Deterministic English-like text of ``words`` words (varied, so no density is a repeat's)."""
+    picked = [_WORDS[(seed * 7 + i * i * 3 + i) % len(_WORDS)] for i in range(words)]
+    return " ".join(" ".join(picked[i : i + 12]).capitalize() + "." for i in range(0, words, 12))
+
+
+def english_history(rounds: int = 8) -> list[dict[str, Any]]:
+    """A long session in English (about 38 KB): requests, tool batches with long logs, answers; it
+    ends with the assistant's reply to the last request."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful agent."}]
+    for n in range(rounds):
+        messages += [
+            {"role": "user", "content": f"Step {n}: " + _prose(n, 100)},
+            {"role": "assistant", "content": None, "tool_calls": [_call(f"call_{n}", "shell", '{"command":"make"}')]},
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": _prose(n + 50, 600)},
+            {"role": "assistant", "content": _prose(n + 100, 80)},
+        ]
+    return messages
+
+
 def budget_policy() -> dict[str, Any]:
     """The ``budget`` object of an API config, as the core sends it."""
     return {"context_window": 8000, "output_reserve": 512}
