@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -232,8 +233,9 @@ def test_chunked_summary_requests_carry_the_summary_so_far(setup, tmp_path):
     assert isinstance(commits[0]["cut"], int)
 
 
-def test_after_compact_may_ask_for_bounded_revisions(setup, tmp_path):
-    summary_requests = []
+def _numbered_summaries() -> tuple[list[dict], Any]:
+    """The summary requests a scripted model received, and its step: summary n reads ``version n``."""
+    summary_requests: list[dict] = []
 
     def step(request):
         if not request.get("tools"):
@@ -241,6 +243,11 @@ def test_after_compact_may_ask_for_bounded_revisions(setup, tmp_path):
             return {"text": f"<continuation_summary>version {len(summary_requests)}</continuation_summary>"}
         return {"text": "ok"}
 
+    return summary_requests, step
+
+
+def test_after_compact_may_ask_for_bounded_revisions(setup, tmp_path):
+    summary_requests, step = _numbered_summaries()
     with ScriptedModel([step] * 12) as model:
         grow(setup, model)
         setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", revise=2)
@@ -442,14 +449,7 @@ def test_chunks_from_a_compactor_that_did_not_declare_them_are_not_read(setup, t
 
 
 def test_further_after_compact_rounds_only_for_a_compactor_that_declared_them(setup):
-    summary_requests = []
-
-    def step(request):
-        if not request.get("tools"):
-            summary_requests.append(request)
-            return {"text": f"<continuation_summary>version {len(summary_requests)}</continuation_summary>"}
-        return {"text": "ok"}
-
+    summary_requests, step = _numbered_summaries()
     with ScriptedModel([step] * 12) as model:
         grow(setup, model)
         setup.behave(fits_over=7000, cut="keep_two", prompt="Summarise", revise=2, extensions=[])
