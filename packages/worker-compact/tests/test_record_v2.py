@@ -167,6 +167,15 @@ def test_a_small_window_counts_the_statement_in_the_bound() -> None:
     assert len(body.encode()) <= 3000
 
 
+def test_a_window_too_small_even_to_cite_the_statement_counts_it_as_dropped() -> None:
+    statement = "Migrate the billing service to FastAPI; never touch payments/legacy.py.\n" + SUBMIT
+    body = body_of(run(statement), statement_room=None, bound=300)  # what an 8k window with 4k of tools leaves
+    ledger = parse_record(body)
+    assert ledger is not None and ledger.statement is None
+    assert ledger.dropped.get("statement_chars") == len(statement)
+    assert len(body.encode()) <= 300
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(min_size=1, max_size=600), st.integers(0, 800))
 def test_a_fitted_statement_fits_or_is_cited_whole(text: str, limit: int) -> None:

@@ -145,6 +145,11 @@ def local_summary(
             ledger.statement = statement
             record = render_shared(ledger, share, max(0, room_before_record - reserve))
             room -= cost
+        else:  # too little room even to cite it: counted in the record, never left out silently
+            ledger.dropped["statement_chars"] = ledger.dropped.get("statement_chars", 0) + len(coding.statement)
+            before = _bytes(record)
+            record = render_shared(ledger, share, max(0, room_before_record - reserve))
+            room -= _bytes(record) - before
     work = actions.render(coding, room, held=record)
     return "\n".join(part for part in (header, record, work, evidence) if part)
 
