@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from i_core.console import PROMPT_LINES, Screen, ask_on_tty
+from i_core.approval_prompt import PROMPT_LINES, ask_on_tty
+from i_core.screen import Screen
 from i_core.terminal_text import FORBIDDEN
 from i_core.tools import ToolContext, prepare
 

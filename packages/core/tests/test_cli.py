@@ -15,7 +15,7 @@ from i_protocol.testing import scaled
 def test_version(run_i):
     result = run_i("--version")
     assert result.returncode == 0
-    # The first line is what cores parse (versions.parse_version_line); the builds follow (test_preflight).
+    # The first line is what cores parse (version_line.parse_version_line); the builds follow (test_preflight).
     assert result.stdout.decode().splitlines()[0] == f"i-core {__version__} (i-protocol {PROTOCOL_VERSION})"
 
 

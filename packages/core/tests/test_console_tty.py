@@ -342,7 +342,7 @@ def test_a_line_typed_while_a_slow_reply_streams_is_the_next_user_message(dirs, 
 
 
 def test_the_status_line_counts_the_context_by_the_server_s_usage_when_it_has_one():
-    from i_core.console import context_used
+    from i_core.screen import context_used
 
     budget = {"estimate": 8780, "context_window": 8000}  # the unanchored estimate of a first request
     assert context_used({"input_tokens": 3089, "output_tokens": 13}, budget) == 3102

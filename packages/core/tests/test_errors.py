@@ -7,7 +7,7 @@ import re
 import pytest
 
 from i_core import errors
-from i_core.cli import describe_failure
+from i_core.errors import describe_failure
 
 
 def drawn() -> dict[str, tuple[str | None, int]]:

@@ -162,7 +162,7 @@ def test_d_denies_the_tool_for_the_session_and_n_only_this_call():
 
 
 def test_change_preview_is_a_bounded_unified_diff(tmp_path):
-    from i_core.console import change_preview
+    from i_core.approval_prompt import change_preview
     from i_core.tools import ToolContext, prepare
 
     ctx = ToolContext(workspace=tmp_path)

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from i_core.console import Screen, change_preview
+from i_core.approval_prompt import change_preview
+from i_core.screen import Screen
 from i_core.terminal_text import BIDI_CONTROLS, FORBIDDEN, clip, for_terminal
 
 CORPUS = json.loads((Path(__file__).parent / "corpus" / "hostile_terminal.json").read_text())["cases"]

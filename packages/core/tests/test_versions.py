@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from i_core import versions
+from i_core import version_line, versions
 from i_core.__about__ import __version__
 from i_core.compatibility import OLDEST_WORKERS
 from i_protocol import PROTOCOL_VERSION
@@ -86,7 +86,7 @@ def test_a_missing_worker_names_the_package(dirs, monkeypatch):
     ],
 )
 def test_version_lines(line, parsed):
-    assert versions.parse_version_line(line) == parsed
+    assert version_line.parse_version_line(line) == parsed
 
 
 def test_the_command_prints_json_and_a_table(dirs):
@@ -163,7 +163,7 @@ def test_the_build_line_is_read_without_its_separators(tmp_path):
     # The second --version line as our console scripts print it: ';' ends each build, never part of it.
     line = "build 0123456789ab; i-protocol 0.2.3 build ba9876543210; needs i-protocol>=0.2.3,<0.3"
     argv = [program(tmp_path, "w", f"print('i-worker-web 0.1.3 (i-protocol 1)')\nprint({line!r})")]
-    answer = versions.ask_version(argv)
+    answer = version_line.ask_version(argv)
     assert (answer.build, answer.library, answer.library_build) == ("0123456789ab", "0.2.3", "ba9876543210")
 
 

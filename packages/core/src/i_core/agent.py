@@ -28,6 +28,7 @@ from .runtime import Runtime
 from .session import Session
 from .snapshot import context_updates
 from .tool_calls import ToolCallCounts, ToolPipeline
+from .tools import BUILTIN_SCHEMAS, ToolContext, ToolError, normal_env
 from .unplanned_images import HINT as IMAGE_HINT
 from .unplanned_images import leave_out
 
@@ -104,8 +105,6 @@ class Agent:
     """One session's agent: a history, the runtime's hooks and tools, and the model client."""
 
     def __init__(self, runtime: Runtime, config: ApiConfig, session: Session, options: AgentOptions) -> None:
-        from .tools import BUILTIN_SCHEMAS, ToolContext, normal_env
-
         self.runtime = runtime
         self.hooks = runtime.hooks
         self.config = config
@@ -137,8 +136,6 @@ class Agent:
     def _archived(self) -> list[Generation]:
         """The session's committed archived generations (what ``recall`` reads); a ToolError when
         the archive cannot be read or a generation the session recorded is unreadable."""
-        from .tools import ToolError
-
         index = Index.from_meta(self.session.meta)
         archive = Archive(self.session.path, self.config.archive_max_bytes)
         try:

@@ -14,6 +14,7 @@ from i_protocol.history import HistoryError, validate_history
 from .errors import SessionError
 from .hooks import HookRunner
 from .session import Session
+from .system_prompt import default_system_prompt
 
 
 class Checkpoints:
@@ -37,10 +38,8 @@ class Checkpoints:
         return list(self.hooks.checked("session_load", data, consequence="the session was not loaded"))
 
     def system_prompt(self) -> str:
-        """The bundled system prompt for this workspace, as the ``system_prompt`` hooks leave it."""
-        from .bundled.prompts import DEFAULT_SYSTEM_PROMPT
-
-        default = DEFAULT_SYSTEM_PROMPT.replace("{{workspace}}", self.workspace)
+        """The core's default system prompt for this workspace, as the ``system_prompt`` hooks leave it."""
+        default = default_system_prompt(self.workspace)
         prompt: str = self.hooks.checked("system_prompt", {"prompt": default, "workspace": self.workspace})
         return prompt
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from i_protocol.handshake import Hello
 
+from . import preflight
+
 OLDEST_WORKERS: dict[str, str] = {
     # 0.1.x estimates at 1 byte per token: a real reduction looks like not_reducing to this core.
     "i-worker-budget": "0.2.0",
@@ -42,7 +44,5 @@ def extensions_of(hello: Hello) -> frozenset[str]:
     used = USED_BEFORE_DECLARING.get(hello.package or "")
     if used is None or hello.version is None or hello.extensions:
         return hello.extensions
-    from . import preflight
-
     first, extensions = used
     return hello.extensions if preflight.fits(hello.version, f">={first}") else extensions

@@ -24,6 +24,7 @@ from .archive import DEFAULT_MAX_BYTES as DEFAULT_ARCHIVE_MAX_BYTES
 from .errors import ConfigError, blocking_file
 from .jsonfile import read_json_object
 from .manifest import Exec, parse_exec
+from .providers.omission import OMITTABLE
 from .providers.reply import RESERVED_FIELDS
 
 PROTOCOLS = ("openai", "deepseek", "anthropic", "responses")
@@ -258,8 +259,6 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
 
 
 def _omit_fields(value: Any, source: str) -> tuple[str, ...]:
-    from .providers.omission import OMITTABLE
-
     if not isinstance(value, list) or any(field not in OMITTABLE for field in value):
         raise ConfigError(
             f"{source}: omit_fields must be a list of request fields to leave out, of: {', '.join(OMITTABLE)}"

@@ -34,6 +34,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from . import preflight
+from .__about__ import NEEDS_PROTOCOL, __version__
+
 __all__ = [
     "EXIT_BUDGET",
     "EXIT_CONFIG",
@@ -58,6 +61,7 @@ __all__ = [
     "WorkerFailure",
     "WorkerIncompatible",
     "blocking_file",
+    "describe_failure",
     "os_problem",
 ]
 
@@ -216,3 +220,37 @@ def os_problem(exc: OSError) -> str:
     if exc.filename2 is not None:
         return f"{path} -> {exc.filename2}: {reason}"
     return f"{path}: {reason}" if path is not None else reason
+
+
+def describe_failure(exc: BaseException) -> tuple[str, int]:
+    """The one line (without ``i: ``) and the exit code of a failure that ended a command."""
+    # Imported here, not above: this module must import without i-protocol, so that a missing or
+    # other build of it can still be described (``preflight.another_build``).
+    from i_protocol import ProtocolError
+    from i_protocol.history import HistoryError
+
+    if isinstance(exc, HistoryError):
+        # The core builds valid histories; an invalid one came from a hook (before_save, after_tool, ...).
+        return (
+            f"a hook returned an invalid history: {_one_line(exc)} (nothing was saved: the last checkpoint "
+            "is unchanged)",
+            EXIT_WORKER,
+        )
+    if isinstance(exc, ImportError):
+        # The console script checked the version, so an i_protocol import failing means another build.
+        problem = preflight.another_build("i-core", __version__, NEEDS_PROTOCOL, exc)
+        if problem is not None:
+            return problem, EXIT_PROTOCOL
+    if isinstance(exc, CoreError) and exc.exit_code != EXIT_FAILURE:
+        return str(exc), exc.exit_code
+    if isinstance(exc, ProtocolError):
+        return str(exc), EXIT_CONFIG
+    if isinstance(exc, OSError):
+        return os_problem(exc), EXIT_CONFIG
+    detail = f"{type(exc).__name__}: {_one_line(exc)}" if str(exc) else type(exc).__name__
+    return f"unexpected error: {detail} (this is a bug: please report it); I_DEBUG=1 shows the traceback", EXIT_FAILURE
+
+
+def _one_line(exc: BaseException, limit: int = 1000) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

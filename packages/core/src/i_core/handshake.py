@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -32,10 +33,13 @@ from i_protocol.files import file_stamp, read_json
 from i_protocol.handshake import HELLO_EVENT, UNKNOWN, Hello, hello_request, parse_hello, speaks
 from i_protocol.jsonsafe import dumps_safe
 
+from . import preflight
 from .__about__ import __version__
 from .compatibility import OLDEST_WORKERS, extensions_of
 from .errors import WorkerIncompatible
 from .manifest import Exec
+from .modules import MODULES
+from .version_line import ask_version
 
 __all__ = ["CORE_EXTENSIONS", "Handshakes", "KeptHellos", "expected_packages", "program_stamps", "refusal"]
 
@@ -87,8 +91,6 @@ def refusal(hello: Hello, module: str | None, command: str | None = None) -> str
 
 
 def _at_least(version: str, oldest: str) -> bool:
-    from . import preflight
-
     return preflight.fits(version, f">={oldest}")
 
 
@@ -203,8 +205,6 @@ class Handshakes:
     def from_version_line(argv: tuple[str, ...] | list[str], cwd: str | None, package: str) -> Hello:
         """A silent worker in a slot that expects our ``package``: what its ``--version`` says
         (unknown when it says nothing readable, or names another package)."""
-        from .versions import ask_version
-
         answer = ask_version(list(argv), cwd)
         if answer.package != package or answer.version is None:
             return UNKNOWN
@@ -213,12 +213,8 @@ class Handshakes:
 
 def expected_packages() -> dict[str, str]:
     """module -> our package its slot expects, for the modules the compatibility table judges."""
-    from .modules import MODULES
-
     return {name: spec.package for name, spec in MODULES.items() if spec.package in OLDEST_WORKERS}
 
 
 def _command(spec: Exec) -> str:
-    import shlex
-
     return shlex.join(spec.argv)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import HookResultError, WorkerFailure
 from .hook_results import CHECKS, Checker, ToolResult, undeclared
+from .kept_tools import depends_on
 from .manifest import Exec, HookEntry, Manifest, ToolEntry
 from .pool import WorkerPool, describe_worker
 
@@ -125,8 +126,6 @@ class HookRunner:
         ones (``kept_answers``), used instead of asking; an answer with ``depends_on`` is kept in
         ``kept`` for the next session.
         """
-        from .kept_tools import depends_on
-
         announced: dict[str, ToolEntry] = {}
         what = "hook failed on 'tools_list'"
         for index, hook in enumerate(self.subscribers("tools_list")):

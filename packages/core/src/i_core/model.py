@@ -9,25 +9,36 @@ through the pool instead of HTTP, never the built-in adapter, and never streamed
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import Any, Protocol
 
+from .call_ids import history_call_ids, unique_call_ids
 from .config import ApiConfig
 from .hook_results import RequestChange
 from .hooks import HookRunner
-from .providers import Adapter, ModelReply, get_adapter
+from .providers import Adapter, ModelReply, exchange, get_adapter
+from .providers.worker import provider_body, provider_exchange
+from .selection import bound_provider, check_protocol
 from .transport import Transport
+from .unplanned_images import leave_out
+
+
+class ReplyObserver(Protocol):
+    """What watches a client's requests (``ModelClient.observe``): the console's answer writer and
+    its usage meter, instead of a wrapper around ``complete``."""
+
+    def request_started(self) -> None:
+        """A request is about to be built and sent (its text, if streamed, is a new run)."""
+
+    def reply_received(self, reply: ModelReply) -> None:
+        """A request's parsed reply, usage included, before ``complete`` returns it."""
 
 
 class ModelClient:
     """Talks to the configured model through the adapter of its protocol."""
 
     def __init__(self, config: ApiConfig, hooks: HookRunner, *, stream: bool | None = None) -> None:
-        from .selection import bound_provider
-
         self.config = config
         self.hooks = hooks
-        from .selection import check_protocol
-
         check_protocol(config, hooks.manifest)
         self.provider = bound_provider(config, hooks.manifest)
         self.adapter: Adapter | None = None if self.provider is not None else get_adapter(config.protocol)
@@ -39,10 +50,15 @@ class ModelClient:
         self.requests = 0
         self.retries = 0
         self.last_usage: dict[str, Any] | None = None
+        self.observers: list[ReplyObserver] = []
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self.transport.close()
+
+    def observe(self, observer: ReplyObserver) -> None:
+        """Tell ``observer`` of every request this client sends and every reply it returns, from now on."""
+        self.observers.append(observer)
 
     def complete(
         self,
@@ -59,34 +75,14 @@ class ModelClient:
         renamed (``call_ids``).
 
         While a budget runs, images with no planned cost are left out (``unplanned_images``): a note
-        takes their place.
+        takes their place. Each observer (``observe``) is told first that a request starts, then of
+        the reply (not of a request that failed).
         """
-        from .unplanned_images import leave_out
-
+        for observer in self.observers:
+            observer.request_started()
         if self.hooks.has("context_budget"):  # a budget runs: an image it cannot plan is not sent
             history = leave_out(history, self.config.budget)[0]
-        if self.adapter is None:
-            from .providers.worker import provider_body
-
-            url = self.config.base_url
-            body = provider_body(
-                model=self.config.model,
-                history=history,
-                tools=tools,
-                max_tokens=max_tokens or self.config.max_tokens,
-                extra_body=self.config.extra_body,
-            )
-        else:
-            url = self.adapter.url(self.config.base_url)
-            body = self.adapter.build_body(
-                model=self.config.model,
-                history=history,
-                tools=tools,
-                max_tokens=max_tokens or self.config.max_tokens,
-                use_max_tokens=self.config.use_max_tokens,
-                stream=self.stream,
-                extra_body=self.config.extra_body,
-            )
+        url, body = self._body(history, tools, max_tokens or self.config.max_tokens)
         prepared: RequestChange = self.hooks.checked(
             "before_request",
             {
@@ -98,7 +94,41 @@ class ModelClient:
                 "request_meta": {"request": self.requests + 1},
             },
         )
-        url, body, meta = prepared.url, prepared.body, prepared.meta
+        self.requests += 1
+        reply = self._exchange(prepared.url, prepared.body, prepared.meta, on_text)
+        # A service that numbers each response's calls from call_0 must not leave two calls of one id,
+        # in the history or in the archive that ``recall`` reads by id.
+        unique_call_ids(reply.message, history_call_ids(history), archived_ids)
+        self.last_usage = reply.usage
+        for observer in self.observers:
+            observer.reply_received(reply)
+        return reply
+
+    def _body(self, history: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int) -> tuple[str, Any]:
+        """The URL and the body of a request, before the ``before_request`` hooks."""
+        if self.adapter is None:
+            body = provider_body(
+                model=self.config.model,
+                history=history,
+                tools=tools,
+                max_tokens=max_tokens,
+                extra_body=self.config.extra_body,
+            )
+            return self.config.base_url, body
+        body = self.adapter.build_body(
+            model=self.config.model,
+            history=history,
+            tools=tools,
+            max_tokens=max_tokens,
+            use_max_tokens=self.config.use_max_tokens,
+            stream=self.stream,
+            extra_body=self.config.extra_body,
+        )
+        return self.adapter.url(self.config.base_url), body
+
+    def _exchange(self, url: str, body: Any, meta: dict[str, Any], on_text: Callable[[str], None] | None) -> ModelReply:
+        """One request over HTTP (the adapter) or through the bound provider worker, with its
+        ``request_retry`` and ``after_response`` hooks."""
 
         def on_retry(attempt: int, reason: str) -> None:
             self.retries += 1
@@ -121,11 +151,8 @@ class ModelClient:
                 },
             )
 
-        self.requests += 1
         if self.adapter is None:
             assert self.provider is not None
-            from .providers.worker import provider_exchange
-
             request = {
                 "url": url,
                 "body": body,
@@ -134,7 +161,7 @@ class ModelClient:
                 "timeout": self.config.timeout,
                 "request_meta": meta,
             }
-            reply = provider_exchange(
+            return provider_exchange(
                 self.hooks.pool,
                 self.provider,
                 self.hooks.context,
@@ -143,25 +170,14 @@ class ModelClient:
                 on_retry=on_retry,
                 on_raw=on_raw,
             )
-        else:
-            from .providers import exchange
-
-            headers = self.adapter.headers(self.config.api_key())
-            reply = exchange(
-                self.adapter,
-                self.transport,
-                url,
-                body,
-                headers,
-                on_retry=on_retry,
-                on_text=on_text,
-                on_raw=on_raw,
-                omit=self.config.omit_fields,
-            )
-        from .call_ids import history_call_ids, unique_call_ids
-
-        # A service that numbers each response's calls from call_0 must not leave two calls of one id,
-        # in the history or in the archive that ``recall`` reads by id.
-        unique_call_ids(reply.message, history_call_ids(history), archived_ids)
-        self.last_usage = reply.usage
-        return reply
+        return exchange(
+            self.adapter,
+            self.transport,
+            url,
+            body,
+            self.adapter.headers(self.config.api_key()),
+            on_retry=on_retry,
+            on_text=on_text,
+            on_raw=on_raw,
+            omit=self.config.omit_fields,
+        )

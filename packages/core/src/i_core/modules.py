@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 
 @dataclass(frozen=True)
 class ModuleSpec:
@@ -43,8 +45,6 @@ def _tool(name: str, description: str, properties: dict[str, Any], required: lis
 def _worker_tools(module: str) -> tuple[dict[str, Any], ...]:
     # The public schemas of external workers' tools, copied from `i-memory schemas` / `i-web schemas`:
     # they belong to the module's contract, so a binding cannot change them.
-    import orjson
-
     data = orjson.loads((Path(__file__).parent / "tool_schemas.json").read_bytes())
     return tuple(data[module])
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config import PROTOCOLS
 from .errors import ConfigError
 from .executables import bundle, module_exec
 from .jsonfile import read_json_object, read_optional_json_object
-from .manifest import Exec, Manifest, parse_manifest
+from .manifest import Exec, Manifest, parse_manifest, with_hook
 from .modules import MODULES, PROFILE_ARGS, PROFILES
 from .plugins import load_bindings, load_plugins
+from .providers import require_protocol_modules
 
 if TYPE_CHECKING:
     from .config import ApiConfig
@@ -62,8 +64,6 @@ def _runs_here(module: str, config_dir: Path) -> bool:
 def with_steering(manifest: Manifest, config_dir: Path, queue: Path) -> Manifest:
     """``manifest`` plus the console's steering hook (its binding, else the bundled worker) with
     ``--queue QUEUE`` appended to its argv; it runs after every other hook of its events."""
-    from .manifest import with_hook
-
     where = module_exec("steering", load_bindings(config_dir), config_dir)
     entry = {
         "events": list(MODULES["steering"].events),
@@ -128,9 +128,6 @@ def check_protocol(config: ApiConfig, manifest: Manifest) -> None:
     With a provider bound any protocol is the provider's to interpret; without one it must be
     built in, and ``responses`` needs its wire module in the manifest.
     """
-    from .config import PROTOCOLS
-    from .providers import require_protocol_modules
-
     if bound_provider(config, manifest) is not None:
         return
     if config.protocol not in PROTOCOLS:

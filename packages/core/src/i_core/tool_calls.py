@@ -21,6 +21,7 @@ from .budget import Budget, tool_output_limit, truncate_utf8
 from .errors import HookResultError, ToolError, WorkerFailure
 from .hooks import HookRunner
 from .manifest import Manifest
+from .tools import BUILTIN_NAMES, FREE_TOOLS, MAX_IMAGES_PER_BATCH, execute, prepare, tool_images
 
 DEFAULT_TOOL_OUTPUT_BYTES = 50_000
 
@@ -77,8 +78,6 @@ class ToolPipeline:
         message; anything else makes that call's result a tool error (its text kept) and the rest
         of the batch stands.
         """
-        from .tools import MAX_IMAGES_PER_BATCH, tool_images
-
         check = self.budget.check(working, self.schemas, pending_tool_calls=len(calls), compact=False)
         limit = tool_output_limit(check, DEFAULT_TOOL_OUTPUT_BYTES)
         results: list[dict[str, Any]] = []
@@ -125,8 +124,6 @@ class ToolPipeline:
             return self._after(call, name, CallResult(f"error: {exc}", is_error=True))
 
     def _run(self, call: dict[str, Any], output_bytes: int | None) -> tuple[str, CallResult]:
-        from .tools import BUILTIN_NAMES, FREE_TOOLS, execute, prepare
-
         name, raw = call["function"]["name"], call["function"]["arguments"]
         name, raw = self.hooks.checked("before_tool", {"name": name, "arguments": raw, "id": call["id"]})
         try:

@@ -21,33 +21,30 @@ judged by its ``--version`` line.
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from i_protocol import PROTOCOL_VERSION, paths_from_env
+from i_protocol import PROTOCOL_VERSION, CallError, ErrorFrame, ProtocolError, paths_from_env
 from i_protocol import __version__ as _LIBRARY_VERSION
 from i_protocol.handshake import UNKNOWN, Hello, hello_request, parse_hello
+from i_protocol.host import WorkerProcess
+from i_protocol.jsonsafe import dumps_safe
 
-from . import preflight
 from .__about__ import __version__
 from .compatibility import OLDEST_WORKERS
-from .errors import ConfigError
+from .config import load_api_config
+from .errors import EXIT_WORKER, ConfigError
 from .executables import core_worker_argv, find_script
 from .handshake import CORE_EXTENSIONS, refusal
 from .manifest import Exec
 from .modules import CONSOLE_MODULES, MODULES, PROFILES
 from .plugins import load_bindings, load_plugins
+from .pool import worker_environment
 from .terminal_text import for_terminal
-
-VERSION_TIMEOUT_S = 3.0
-_VERSION_LINE = re.compile(r"^(?P<package>\S(?:.*\S)?) (?P<version>\S+) \(i-protocol (?P<protocol>[^)\s]+)\)$")
-_BUILD_LINE = re.compile(r"^build (?P<build>[^\s;]+); i-protocol (?P<library>[^\s;]+) build (?P<library_build>[^\s;]+)")
-EXIT_PROTOCOL = preflight.EXIT_PROTOCOL
+from .version_line import VERSION_TIMEOUT_S, VersionAnswer, ask_version
 
 
 @dataclass(frozen=True)
@@ -76,57 +73,6 @@ class ModuleVersion:
     """The extension names the worker declared in ``hello``."""
 
 
-@dataclass(frozen=True)
-class VersionAnswer:
-    """What ``PROGRAM --version`` said."""
-
-    package: str | None = None
-    version: str | None = None
-    protocol: str | None = None
-    problem: str | None = None
-    library: str | None = None
-    build: str | None = None
-    library_build: str | None = None
-    too_old: bool = False
-    """The program stopped because the i-protocol it runs on does not fit (exit 7)."""
-
-
-def parse_version_line(line: str) -> tuple[str, str, str] | None:
-    """(package, version, protocol) of a worker's ``--version`` line, None when it is not one."""
-    match = _VERSION_LINE.match(line.strip())
-    return (match["package"], match["version"], match["protocol"]) if match else None
-
-
-def ask_version(argv: list[str], cwd: str | None = None) -> VersionAnswer:
-    """Run ``argv --version`` and read its answer."""
-    try:
-        done = subprocess.run(
-            [*argv, "--version"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=VERSION_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        return VersionAnswer(problem=f"--version did not answer within {VERSION_TIMEOUT_S:g} s")
-    except OSError as exc:
-        return VersionAnswer(problem=f"cannot run: {exc.strerror or exc}")
-    lines = done.stdout.strip().splitlines()
-    if done.returncode == EXIT_PROTOCOL and done.stderr.strip():
-        # Our console scripts' i-protocol check: one line naming the installed and the needed versions.
-        return VersionAnswer(problem=done.stderr.strip().splitlines()[-1][:300], too_old=True)
-    parsed = parse_version_line(lines[0]) if done.returncode == 0 and lines else None
-    if parsed is None:
-        line = lines[0] if lines else ""
-        expected = "'<dist> <version> (i-protocol <N>)'"
-        return VersionAnswer(problem=f"--version answered {line[:80]!r} (exit {done.returncode}), not {expected}")
-    build = _BUILD_LINE.match(lines[1]) if len(lines) > 1 else None
-    if build is None:
-        return VersionAnswer(*parsed)
-    return VersionAnswer(*parsed, None, build["library"], build["build"], build["library_build"])
-
-
 def verdict(
     package: str | None, version: str | None, answer: VersionAnswer | None = None, hello: Hello | None = None
 ) -> tuple[str, str | None]:
@@ -152,9 +98,6 @@ def verdict(
 def ask_hello(argv: list[str], cwd: str | None, env: dict[str, str]) -> Hello | None:
     """Start ``argv`` once and send it ``hello``: what it said (``UNKNOWN`` when silent), None when it
     could not be asked (it did not start or answer; ``--version`` says why)."""
-    from i_protocol import CallError, ErrorFrame
-    from i_protocol.host import WorkerProcess
-
     sent = hello_request("i-core", __version__, CORE_EXTENSIONS)
     try:
         worker = WorkerProcess.spawn(argv, cwd=cwd, env=env, name=os.path.basename(argv[0]))
@@ -183,8 +126,6 @@ def selected_modules(config_dir: Path) -> set[str]:
 
 def module_versions(config_dir: Path) -> list[ModuleVersion]:
     """Every module, the selected ones first, with what would run for it."""
-    from .pool import worker_environment
-
     bindings = load_bindings(config_dir)
     selected = selected_modules(config_dir)
     names = sorted(MODULES, key=lambda m: (m not in selected, m))
@@ -203,8 +144,6 @@ def module_versions(config_dir: Path) -> list[ModuleVersion]:
 def _configured_provider(config_dir: Path) -> Exec | None:
     """config.json's provider worker, when the file names one (an unreadable config names none here:
     the run itself reports it)."""
-    from .config import load_api_config
-
     try:
         return load_api_config(config_dir / "config.json").provider
     except (ConfigError, OSError):
@@ -274,11 +213,6 @@ def _asked(
 
 def run_command(*, json: bool) -> int:
     """Print the table (or JSON); exit 0 unless a selected module is missing, unreadable or incompatible (6)."""
-    from i_protocol import ProtocolError
-    from i_protocol.jsonsafe import dumps_safe
-
-    from .errors import EXIT_WORKER
-
     try:
         config_dir = Path(paths_from_env().config_dir)
     except ProtocolError as exc:

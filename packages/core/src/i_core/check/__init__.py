@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import sys
 
+from i_protocol.jsonsafe import dumps_safe
+
 from ..errors import EXIT_WORKER
+from ..terminal_text import for_terminal
+from . import report
 from .probe import Target
 from .suite import Result, checks_of, resolve_target, run_checks
 
@@ -20,10 +24,6 @@ __all__ = ["Result", "Target", "checks_of", "resolve_target", "run_checks", "run
 
 def run_command(module: str, *, exec_argv: list[str] | None, cwd: str | None, json: bool) -> int:
     """Run the suite and print it (a table, or JSON with ``json``); 0 when all pass, else 6."""
-    from i_protocol.jsonsafe import dumps_safe
-
-    from ..terminal_text import for_terminal
-    from . import report
 
     def start(target: Target) -> None:
         if not json:

@@ -14,8 +14,11 @@ from typing import Any
 
 from i_protocol import MAX_FRAME_BYTES, CallError, ErrorFrame
 from i_protocol.framing import encode_frame
+from i_protocol.handshake import UNKNOWN, hello_request, parse_hello
 from i_protocol.host import parse_response
 
+from ..__about__ import __version__
+from ..handshake import CORE_EXTENSIONS, Handshakes, expected_packages, refusal
 from .probe import CALL_TIMEOUT_S, CheckFailed, Probe, Run
 
 UNKNOWN_EVENT = "x_check_unknown_event"
@@ -141,11 +144,6 @@ def bad_input(run: Run) -> str:
 
 def handshake(run: Run) -> str:
     """``hello``: what the worker says it is, judged as a session judges it (``i_core.handshake``)."""
-    from i_protocol.handshake import UNKNOWN, hello_request, parse_hello
-
-    from ..__about__ import __version__
-    from ..handshake import CORE_EXTENSIONS, Handshakes, expected_packages, refusal
-
     sent = hello_request("i-core", __version__, CORE_EXTENSIONS)
     with run.probe() as probe:
         try:

@@ -18,7 +18,10 @@ from typing import Any
 
 import orjson
 
+from i_protocol import ErrorFrame
+
 from ..hook_results import CHECKS
+from ..tools import tool_images
 from .probe import CheckFailed, Probe, Run
 from .samples import kept_unrelated, with_unrelated
 
@@ -104,8 +107,6 @@ def announced_tools(run: Run) -> str:
 
 def results(run: Run) -> str:
     """A text result and an image result (a data URL that passes the core's image checks)."""
-    from ..tools import tool_images
-
     _configure(run)
     with run.probe() as probe:
         echoed = _call(probe, "mcp__fixture__echo", {"text": "héllo"})
@@ -124,8 +125,6 @@ def results(run: Run) -> str:
 def failing_servers(run: Run) -> str:
     """A server that exits mid-call and one that never answers: each a tool error within the
     deadline, then the next call works."""
-    from i_protocol import ErrorFrame
-
     _configure(run)
     seen = []
     with run.probe() as probe:
@@ -150,8 +149,6 @@ def failing_servers(run: Run) -> str:
 
 def literal_secret(run: Run) -> str:
     """A literal value under a secret-looking env name is refused, and never echoed."""
-    from i_protocol import ErrorFrame
-
     _configure(run, {"GITHUB_TOKEN": _SECRET})
     with run.probe() as probe:
         try:

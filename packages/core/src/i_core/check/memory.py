@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from i_protocol import ErrorFrame
+
 from ..hook_results import CHECKS
 from ..modules import MODULES
 from .probe import CheckFailed, Probe, Run, expect_error
@@ -38,8 +40,6 @@ def round_trip(run: Run) -> str:
 def error_rules(run: Run) -> str:
     """An unknown tool, an argument outside the schema and a secret value get error frames; the
     secret is never echoed."""
-    from i_protocol import ErrorFrame
-
     with run.probe() as probe:
         expect_error(probe, "tool", {"name": "x_check_tool", "arguments": {}}, "an unknown tool")
         expect_error(

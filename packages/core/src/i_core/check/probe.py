@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from i_protocol import Paths
+from i_protocol import ErrorFrame, Paths
 from i_protocol.framing import encode_frame
 from i_protocol.host import WorkerProcess, parse_response
 
@@ -106,8 +106,6 @@ class Run:
 
 def expect_error(probe: Probe, event: str, data: dict[str, Any], what: str) -> str:
     """Pass when ``event`` with ``data`` gets an error frame; the detail quotes its start."""
-    from i_protocol import ErrorFrame
-
     try:
         probe.call(event, data)
     except ErrorFrame as exc:

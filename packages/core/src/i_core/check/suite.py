@@ -19,7 +19,11 @@ from typing import Any
 from i_protocol import CallError, Paths, paths_from_env
 
 from ..errors import ConfigError, CoreError
+from ..executables import module_exec
+from ..manifest import resolve_cwd, resolve_exec
 from ..modules import MODULES
+from ..plugins import load_bindings
+from ..pool import worker_environment
 from . import budget, bundled, cache, compact, framing, mcp, memory, web
 from .probe import CheckFailed, Run, Site, Target
 
@@ -54,10 +58,6 @@ def checks_of(module: str) -> tuple[tuple[str, Check], ...]:
 def resolve_target(module: str, exec_argv: list[str] | None, cwd: str | None, config_dir: Path) -> Target:
     """``--exec ARGV`` (argv[0] resolved like a manifest's), else what a session would run: the
     module's binding in bindings.json, else its installed or bundled implementation."""
-    from ..executables import module_exec
-    from ..manifest import resolve_cwd, resolve_exec
-    from ..plugins import load_bindings
-
     if module not in MODULES:
         raise ConfigError(f"unknown module {module!r}; known modules: {', '.join(sorted(MODULES))}")
     if exec_argv is not None and not exec_argv:
@@ -75,8 +75,6 @@ def resolve_target(module: str, exec_argv: list[str] | None, cwd: str | None, co
 @contextmanager
 def temporary_site() -> Iterator[Site]:
     """Fresh I_*_DIR directories and a workspace in one temporary folder, removed afterwards."""
-    from ..pool import worker_environment
-
     with tempfile.TemporaryDirectory(prefix="i-check-") as root:
         folders = {key: os.path.join(root, key) for key in ("config", "data", "cache", "runtime", "workspace")}
         for folder in folders.values():

@@ -6,7 +6,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConfigError, ModelError, ProviderError, TransportError
+from ..modules import PROFILES
 from .anthropic import AnthropicAdapter
+from .omission import omitted, refusal_hint, refused_field
 from .openai import DeepSeekAdapter, OpenAIAdapter
 from .rejection import context_rejection
 from .reply import INVALID_EVENT, RESERVED_FIELDS, Adapter, ModelReply, StreamParser
@@ -64,8 +66,6 @@ def require_protocol_modules(protocol: str, manifest: Manifest) -> None:
     handled = {event for hook in manifest.hooks if hook.module == module for event in events if hook.handles(event)}
     missing = [event for event in events if event not in handled]
     if missing:
-        from ..modules import PROFILES
-
         profiles = ", ".join(name for name, modules in PROFILES.items() if module in modules)
         raise ConfigError(
             f'protocol "{protocol}" needs the {module!r} module (the wire transform) on {", ".join(missing)}, '
@@ -96,8 +96,6 @@ def exchange(
     ``omit`` (config.json's ``omit_fields``) leaves those fields out of the body as it is sent, and
     an HTTP 400 naming a field it could leave out says so.
     """
-    from .omission import omitted, refusal_hint, refused_field
-
     body = omitted(body, omit)
     if isinstance(adapter, ResponsesAdapter):
         adapter.check_wire(body, omit)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from i_protocol.history import HistoryError, check_tool_calls
 
 from ..errors import HookResultError
+from ..pool import describe_worker
 from .reply import ModelReply, chat_tools, merge_extra_body, normalized_usage
 
 if TYPE_CHECKING:
@@ -67,8 +68,6 @@ def provider_exchange(
     The provider's reported retries are announced first, then ``on_raw`` sees its raw response
     (before the reply is checked, as with the built-in adapters).
     """
-    from ..pool import describe_worker
-
     answer = pool.call(spec, EVENT, request, context, module="provider", deadline=timeout)
     try:
         for attempt, reason in _retries(answer.get("retries")):

@@ -6,13 +6,18 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 APPROVAL_TOKEN_ENV = "I_APPROVAL_TOKEN"
 DEFAULT_MAX_OUTPUT_CHARS = 200_000
 DEFAULT_SHELL_TIMEOUT = 120.0
 # Seconds a whole ``search`` or ``glob`` call may take (the model's pattern decides its cost): deadline.py.
 DEFAULT_PATTERN_DEADLINE = 5.0
+
+
+def seconds_text(seconds: float) -> str:
+    """``5`` for 5.0, ``0.5`` for 0.5: how a deadline is written in messages."""
+    return f"{seconds:g}"
 
 
 def normal_env() -> dict[str, str]:
@@ -69,3 +74,19 @@ class Prepared:
     path: Path | None = None
     snapshot: Snapshot | None = None
     run: Callable[[ToolContext], ToolResult] = field(repr=False, compare=False, default=lambda ctx: ToolResult(""))
+
+
+class DeadlineRunner(Protocol):
+    """How a ``glob`` or ``search`` call runs under its deadline (``within_deadline``, ``in_child``)."""
+
+    def __call__(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        ctx: ToolContext,
+        work: Callable[[], ToolResult],
+        expired: Callable[[], str],
+        /,
+    ) -> ToolResult:
+        """``work()``, stopped at ``ctx.pattern_deadline`` seconds with ``ToolError(expired())``."""
+        ...

@@ -9,11 +9,15 @@ universe exists on one line of ``a``s. The tool's whole call runs under ``ctx.pa
   matches, and interrupted system calls (a slow ``scandir`` or ``read``) run the handler too, so
   the call stops within milliseconds of the deadline. The previous SIGALRM handler is restored.
 - **Anywhere else** (another thread, Windows, or an interval timer already in use by the
-  embedding program): the call runs in a child Python process (``child_main``: the call in on
+  embedding program): the call runs in a child Python process (``tools/child.py``: the call in on
   stdin, its result out on stdout as JSON). On POSIX the child's main thread arms the same alarm;
   everywhere the parent kills the child once the deadline plus 2 s for its start-up has passed
   (the only enforcement on Windows). This costs a process start (~0.1 s) but stops any pattern: a
   thread cannot be stopped, and a runaway match in one holds the GIL.
+
+The runner is passed in: ``dispatch.prepare`` hands ``within_deadline`` (or the child's
+``in_child``) to the ``glob`` and ``search`` preparers, so that no tool module imports this one and
+this one imports no tool (the child's entry, which runs any tool, is ``tools/child.py``).
 """
 
 from __future__ import annotations
@@ -27,22 +31,19 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ToolError
-from .contract import DEFAULT_PATTERN_DEADLINE, ToolContext, ToolResult, normal_env
+from .contract import DEFAULT_PATTERN_DEADLINE, DeadlineRunner, ToolContext, ToolResult, normal_env, seconds_text
 
 PATTERN_DEADLINE = DEFAULT_PATTERN_DEADLINE
 # Extra time the child process gets for its own start-up before the deadline counts.
 _CHILD_STARTUP_SECONDS = 2.0
-_CHILD = "import sys; from i_core.tools.deadline import child_main; sys.exit(child_main())"
-_in_child = False  # True in the fallback's child process, which must not start another one
+_CHILD = "import sys; from i_core.tools.child import child_main; sys.exit(child_main())"
+
+
+__all__ = ["PATTERN_DEADLINE", "DeadlineRunner", "in_child", "seconds_text", "within_deadline"]
 
 
 class _Expired(BaseException):
     """Raised by the SIGALRM handler inside the running tool (a BaseException: no handler swallows it)."""
-
-
-def seconds_text(seconds: float) -> str:
-    """``5`` for 5.0, ``0.5`` for 0.5: how a deadline is written in messages."""
-    return f"{seconds:g}"
 
 
 def within_deadline(
@@ -57,9 +58,18 @@ def within_deadline(
         return work()
     if _can_alarm():
         return _with_alarm(seconds, work, expired)
-    if _in_child:
-        return work()  # no SIGALRM here (Windows): the parent kills this process at the deadline
     return _run_in_child(tool, arguments, ctx, expired)
+
+
+def in_child(
+    tool: str, arguments: dict[str, Any], ctx: ToolContext, work: Callable[[], ToolResult], expired: Callable[[], str]
+) -> ToolResult:
+    """The runner of the fallback's child process: the alarm where it can, else ``work()`` alone (no
+    SIGALRM here, e.g. Windows: the parent kills this process at the deadline); never another child."""
+    seconds = ctx.pattern_deadline
+    if seconds > 0 and _can_alarm():
+        return _with_alarm(seconds, work, expired)
+    return work()
 
 
 def _can_alarm() -> bool:
@@ -122,26 +132,3 @@ def _run_in_child(tool: str, arguments: dict[str, Any], ctx: ToolContext, expire
     except (ValueError, KeyError, TypeError):
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
         raise ToolError(f"{tool}: the helper process that enforces its deadline failed: {tail[0][:300]}") from None
-
-
-def child_main() -> int:
-    """The fallback's child: one call from stdin, its result on stdout.
-
-    On POSIX the child's main thread stops the call at the deadline itself (so its message says
-    where it stopped); the parent kills the child when the deadline plus its start-up has passed.
-    """
-    global _in_child
-    _in_child = True
-    from .dispatch import execute, prepare
-
-    request = json.loads(sys.stdin.buffer.read())
-    ctx = ToolContext(
-        request["workspace"], max_output_chars=request["max_output_chars"], pattern_deadline=request["pattern_deadline"]
-    )
-    try:
-        result = execute(prepare(request["tool"], request["arguments"], ctx), ctx)
-        answer: dict[str, Any] = {"output": result.output, "is_error": result.is_error}
-    except ToolError as exc:
-        answer = {"error": str(exc)}
-    sys.stdout.write(json.dumps(answer))
-    return 0

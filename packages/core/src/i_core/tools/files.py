@@ -12,6 +12,7 @@ from typing import BinaryIO
 from i_protocol import atomic_write_bytes
 
 from ..errors import ToolError
+from ..jsonfile import remove_stale_temporaries
 from .arguments import Arguments
 from .contract import Prepared, Snapshot, ToolContext, ToolResult
 from .images import image_mime
@@ -219,8 +220,6 @@ def atomic_write(tool: str, shown: str, target: Path, data: bytes, keep_mode: in
     except (FileExistsError, NotADirectoryError):
         raise ToolError(f"{tool}: {shown}: a parent of this path is a file, not a folder")
     # A killed earlier write of this very file may have left its temporary: only that one is ours to remove.
-    from ..jsonfile import remove_stale_temporaries
-
     remove_stale_temporaries(target.parent, targets={target.name})
     # A new file gets 0o666 less the umask, as any editor would; an existing one keeps its mode.
     atomic_write_bytes(target, data, mode=0o666 if keep_mode is None else keep_mode, exact_mode=keep_mode is not None)

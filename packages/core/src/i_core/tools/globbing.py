@@ -9,8 +9,7 @@ from pathlib import Path
 
 from ..errors import ToolError
 from .arguments import Arguments
-from .contract import Prepared, ToolContext, ToolResult
-from .deadline import seconds_text, within_deadline
+from .contract import DeadlineRunner, Prepared, ToolContext, ToolResult, seconds_text
 from .paths import display, resolve
 from .text import cut_tail, printable
 from .walk import MAX_ENTRIES, Walk, limit_notes
@@ -99,8 +98,9 @@ def split_pattern(pattern: str) -> tuple[str, str]:
     return prefix, rest
 
 
-def prepare_glob(arguments: object, ctx: ToolContext) -> Prepared:
-    """Validate a ``glob`` call: ``pattern`` relative to the workspace (or to the optional ``path``)."""
+def prepare_glob(arguments: object, ctx: ToolContext, within: DeadlineRunner) -> Prepared:
+    """Validate a ``glob`` call: ``pattern`` relative to the workspace (or to the optional ``path``);
+    it will run under ``within`` (its deadline)."""
     args = Arguments("glob", arguments, ("pattern", "path"))
     pattern = args.string("pattern")
     base_raw = args.optional_string("path") or "."
@@ -113,7 +113,7 @@ def prepare_glob(arguments: object, ctx: ToolContext) -> Prepared:
     values = dict(args.values)
 
     def run(c: ToolContext) -> ToolResult:
-        return within_deadline("glob", values, c, lambda: _glob(pattern, root, rest, c), lambda: _expired(c))
+        return within("glob", values, c, lambda: _glob(pattern, root, rest, c), lambda: _expired(c))
 
     return Prepared("glob", values, summary, base, None, run)
 

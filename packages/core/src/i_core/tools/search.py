@@ -13,8 +13,7 @@ from i_protocol.files import read_bytes
 
 from ..errors import ToolError
 from .arguments import Arguments
-from .contract import Prepared, ToolContext, ToolResult
-from .deadline import seconds_text, within_deadline
+from .contract import DeadlineRunner, Prepared, ToolContext, ToolResult, seconds_text
 from .globbing import compile_glob
 from .paths import display, resolve
 from .text import cut_tail, plural, printable
@@ -54,8 +53,9 @@ class _Progress:
         )
 
 
-def prepare_search(arguments: object, ctx: ToolContext) -> Prepared:
-    """Validate a ``search`` call: ``pattern`` plus optional ``path``, ``glob``, ``regex``, ``case_sensitive``."""
+def prepare_search(arguments: object, ctx: ToolContext, within: DeadlineRunner) -> Prepared:
+    """Validate a ``search`` call: ``pattern`` plus optional ``path``, ``glob``, ``regex``, ``case_sensitive``;
+    it will run under ``within`` (its deadline)."""
     args = Arguments("search", arguments, ("pattern", "path", "glob", "regex", "case_sensitive"))
     pattern = args.string("pattern")
     use_regex = args.boolean("regex", True)
@@ -71,7 +71,7 @@ def prepare_search(arguments: object, ctx: ToolContext) -> Prepared:
     def run(c: ToolContext) -> ToolResult:
         # The deadline covers the whole call: the walk, the whole-file pre-check and every line.
         progress = _Progress()
-        return within_deadline(
+        return within(
             "search", values, c, lambda: _search(pattern, root, query, c, progress), lambda: progress.expired(c)
         )
 
