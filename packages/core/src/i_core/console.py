@@ -55,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run every tool without asking (the approval policy can still deny)",
     )
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="plan mode: read and search only (write, edit and shell are refused); /act leaves it",
+    )
     parser.add_argument("--no-stream", action="store_true", help="wait for whole replies instead of streaming")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     parser.add_argument("--no-logo", action="store_true", help="no logo when the console opens on a terminal")
@@ -331,6 +336,26 @@ def ask_on_tty(
     return ask
 
 
+def offer_on_tty(
+    screen: Screen, reader: _LineQueue | None = None, read_line: Callable[[], str] | None = None
+) -> Callable[[list[str]], bool]:
+    """After "always" for a shell command: ``offer(rules)`` asks whether to save its allow rules for
+    this workspace (in the user's data folder, never in the project); the default is No."""
+
+    def offer(rules: list[str]) -> bool:
+        if reader is not None:
+            reader.pause()
+        try:
+            shown = ", ".join(for_terminal(rule) for rule in rules)
+            screen.note(f"[i] allowed for this session: {shown}; also save for this workspace? [y/N]: ", end="")
+            return (read_line or sys.stdin.readline)().strip().lower() in ("y", "yes")
+        finally:
+            if reader is not None:
+                reader.resume()
+
+    return offer
+
+
 class _LineQueue:
     """While a turn runs, lines typed on the terminal are appended to the steering queue file.
 
@@ -507,7 +532,9 @@ def run_console(argv: list[str], redactor: Redactor | None = None) -> int:
         ask = ask_on_tty(screen, reader) if sys.stdin.isatty() and sys.stderr.isatty() else None
         options = AgentOptions(
             yolo=args.yolo,
+            plan=args.plan,
             ask=ask,
+            offer_save=offer_on_tty(screen, reader) if ask is not None else None,
             preview=change_preview,
             stream=False if args.no_stream else None,
             progress=screen.progress,
@@ -705,7 +732,7 @@ def _console(agent: object, screen: Screen, reader: _LineQueue, meter: _UsageMet
         import readline
     except ImportError:
         readline = None  # type: ignore[assignment]
-    screen.note("i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /exit")
+    screen.note("i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /plan, /act, /exit")
     prefill = ""
     armed = False  # the last thing was a Ctrl-C: one more at the prompt exits
     while True:
@@ -738,6 +765,15 @@ def _console(agent: object, screen: Screen, reader: _LineQueue, meter: _UsageMet
             continue
         if text in ("/exit", "/quit"):
             return
+        if text in ("/plan", "/act"):
+            agent.set_plan(text == "/plan")
+            screen.note(
+                "[i] plan mode: read and search only; the model is asked for a plan; /act carries it out"
+                if text == "/plan"
+                else "[i] normal mode: write, edit and shell are available again, with your approval",
+                dim=True,
+            )
+            continue
         if text == "/compact":
             try:
                 screen.note(describe(agent.compact(agent.history, force=True)))
