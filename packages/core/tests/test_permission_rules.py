@@ -106,6 +106,12 @@ def test_an_opaque_command_asks_when_a_deny_rule_could_be_hidden_in_it(workspace
     assert shell(workspace, command, allow=["shell"], deny=["shell(rm:*)"]) == "ask"
 
 
+def test_a_command_nested_too_deeply_to_read_is_opaque(workspace):
+    command = "echo " + "$(" * 2000 + "rm x" + ")" * 2000
+    assert shell(workspace, command, allow=["shell"], deny=["shell(ls:*)"]) == "ask"
+    assert shell(workspace, command, allow=["shell(echo:*)", "shell(rm:*)"]) is None
+
+
 def test_an_opaque_command_is_never_allowed_by_prefix_rules_but_falls_to_the_mode(workspace):
     # No deny or ask rule to protect: the core's proposal (the mode) decides, as without rules.
     assert shell(workspace, "bash -c 'git status'", allow=["shell(bash:*)"]) is None

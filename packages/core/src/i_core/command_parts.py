@@ -75,7 +75,10 @@ def parse_command(command: str, workspace: str) -> ParsedCommand:
     source = command.encode("utf-8", "surrogateescape")
     tree = _parser().parse(source)
     walk = _Walk(source, workspace)
-    walk.visit(tree.root_node)
+    try:
+        walk.visit(tree.root_node)
+    except RecursionError:  # thousands of nested $( ): no rule can vouch for what it runs
+        walk.concern("the command is nested too deeply to read")
     if tree.root_node.has_error:
         walk.concern("the shell parser cannot read the command")
     return ParsedCommand(walk.parts, list(dict.fromkeys(walk.concerns)))
