@@ -73,6 +73,40 @@ def test_a_broken_compactor_fails_the_check_that_names_it(dirs, mode, check, rea
         assert all(results[name][0] for name, _ in FRAMING)
 
 
+def test_an_approval_worker_with_naive_rules_fails_the_rules_check(dirs):
+    results = outcome("approval", [sys.executable, str(HERE / "workers" / "naive_rules_approval.py")])
+    passed, detail = results["approval rules: deny > ask > allow, part by part"]
+    assert not passed and "cd .. && rm -rf project" in detail and "expected deny" in detail
+    assert results["tool_approval: decision allow/ask/deny"][0]
+
+
+def test_a_policy_of_its_own_passes_without_the_rules_but_a_project_file_never_allows(dirs, tmp_path):
+    own = tmp_path / "own_policy.py"
+    own.write_text(
+        "import sys\nfrom i_protocol import Worker\nworker = Worker('p', '1')\n"
+        "@worker.hook('tool_approval')\ndef h(data, request):\n    return data\n"
+        "sys.exit(worker.main())\n"
+    )
+    results = outcome("approval", [sys.executable, str(own)])
+    assert results["approval rules: deny > ask > allow, part by part"] == (
+        True,
+        'not checked: this policy does not read approval.json\'s rules (deny ["shell"] was not applied)',
+    )
+    assert results["approval rules: a project file never allows"][0]
+    trusting = tmp_path / "trusting_policy.py"  # applies a project file's allow: the check fails it
+    trusting.write_text(
+        "import json, os, sys\nfrom i_protocol import Worker\nworker = Worker('p', '1')\n"
+        "@worker.hook('tool_approval')\ndef h(data, request):\n"
+        "    path = os.path.join(request.workspace, '.i', 'approval.json')\n"
+        "    if os.path.exists(path) and data['name'] in json.load(open(path)).get('allow', []):\n"
+        "        data['decision'] = 'allow'\n"
+        "    return data\n"
+        "sys.exit(worker.main())\n"
+    )
+    passed, detail = outcome("approval", [sys.executable, str(trusting)])["approval rules: a project file never allows"]
+    assert not passed and "a project file's allow rule allowed" in detail
+
+
 @installed("i-compact")
 def test_the_command_prints_a_table_and_exits_0_only_when_all_pass(dirs):
     good = subprocess.run([*CORE, "--runtime", "check", "compact"], capture_output=True, text=True, timeout=scaled(300))

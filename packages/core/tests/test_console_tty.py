@@ -348,3 +348,69 @@ def test_the_status_line_counts_the_context_by_the_server_s_usage_when_it_has_on
     assert context_used({"input_tokens": 3089, "output_tokens": 13}, budget) == 3102
     assert context_used({}, budget) == 8780  # no usage reported: the estimate is all there is
     assert context_used({"input_tokens": 3089}, {}) is None
+
+
+def test_always_for_a_shell_command_allows_its_prefix_and_saves_it_outside_the_project(dirs, project):
+    steps = [
+        {"tool_calls": [{"name": "shell", "arguments": {"command": "echo first"}}]},
+        {"tool_calls": [{"name": "shell", "arguments": {"command": "echo first again"}}]},
+        {"tool_calls": [{"name": "shell", "arguments": {"command": "echo other"}}]},
+        {"text": "all echoed"},
+    ]
+    with ScriptedModel(steps) as model:
+        _config(dirs, model)
+        term = Terminal(["-C", str(project)], project)
+        term.wait_for("> ")
+        term.send(b"echo things\n")
+        term.wait_for("[d]eny this session: ")
+        term.send(b"a\n")
+        term.wait_for("also save for this workspace? [y/N]: ")
+        assert "allowed for this session: shell(echo first:*)" in "\n".join(term.screen())
+        mark = len(term.output)
+        term.send(b"y\n")
+        term.wait_for("[d]eny this session: ", since=mark)  # `echo other` is asked about
+        term.send(b"n\n")
+        term.wait_for("all echoed")
+        term.wait_for("> ", since=len(term.output) - 200)
+        term.send(b"/exit\n")
+        assert term.wait_exit() == 0
+    assert term.output.count(b"[d]eny this session: ") == 2  # `echo first again` ran unasked
+    saved = list((dirs["data"] / "workspaces").glob("*/approval.json"))
+    assert len(saved) == 1 and orjson.loads(saved[0].read_bytes()) == {"allow": ["shell(echo first:*)"]}
+    assert not list(project.rglob("approval.json"))
+    results = [m["content"] for m in model.requests[3].body["messages"] if m.get("role") == "tool"]
+    assert "first again" in results[1] and "declined" in results[2]
+
+
+def test_plan_then_act_in_the_console(dirs, project):
+    steps = [
+        {"tool_calls": [{"name": "write", "arguments": {"path": "plan.txt", "content": "x"}}]},
+        {"text": "Plan: write plan.txt."},
+        {"tool_calls": [{"name": "write", "arguments": {"path": "plan.txt", "content": "x"}}]},
+        {"text": "Written."},
+    ]
+    with ScriptedModel(steps) as model:
+        _config(dirs, model)
+        term = Terminal(["-C", str(project)], project)
+        term.wait_for("> ")
+        term.send(b"/plan\n")
+        term.wait_for("plan mode: read and search only")
+        term.send(b"make plan.txt\n")
+        term.wait_for("Plan: write plan.txt.")
+        assert not (project / "plan.txt").exists()
+        term.wait_for("> ", since=len(term.output) - 200)
+        term.send(b"/act\n")
+        term.wait_for("normal mode")
+        mark = len(term.output)
+        term.send(b"go ahead\n")
+        term.wait_for("[d]eny this session: ", since=mark)
+        term.send(b"y\n")
+        term.wait_for("Written.")
+        term.wait_for("> ", since=len(term.output) - 200)
+        term.send(b"/exit\n")
+        assert term.wait_exit() == 0
+    assert (project / "plan.txt").read_text() == "x"
+    refused = [m["content"] for m in model.requests[1].body["messages"] if m.get("role") == "tool"]
+    assert "plan mode" in refused[0]
+    users = [m["content"] for m in model.requests[2].body["messages"] if m.get("role") == "user"]
+    assert "[plan mode:" in str(users[0]) and "[plan mode is over" in str(users[1])

@@ -58,6 +58,10 @@ class AgentOptions:
     notice: Callable[[str], None] = lambda _message: None
     """A line the user must see once (stderr, kept, even with ``--quiet``): a dropped anchor, an image left out."""
     max_steps: int = MAX_AGENT_STEPS
+    plan: bool = False
+    """Start in plan mode (``--plan``): write, edit and shell refused, a plan asked for."""
+    offer_save: Callable[[list[str]], bool] | None = None
+    """After "always" for a shell command: whether to save its allow rules for the workspace."""
 
 
 @dataclass
@@ -80,6 +84,15 @@ class RunStats:
     """Requests the model server refused as too long (each recovered once, or the turn failed)."""
     last_budget: dict[str, Any] | None = None
 
+
+PLAN_NOTE = (
+    "[plan mode: the user wants a plan before any change. You may read, glob and search; write, edit and "
+    "shell calls are refused. Investigate, then answer with a concrete plan (files, changes, commands, "
+    "checks) and stop; the user approves it with /act.]"
+)
+ACT_NOTE = (
+    "[plan mode is over: carry out the plan; write, edit and shell are available again, with the user's approval.]"
+)
 
 INTERRUPTED = "interrupted"
 """The session meta key that says the last checkpoint holds part of a turn the user cancelled."""
@@ -118,7 +131,17 @@ class Agent:
         self.stats = RunStats()
         self.history: list[dict[str, Any]] = []
         self._archived_ids: tuple[Any, frozenset[str]] = (None, frozenset())
-        self.gate = ApprovalGate(self.hooks, options.ask, options.preview)
+        self.gate = ApprovalGate(
+            self.hooks,
+            options.ask,
+            options.preview,
+            workspace=str(runtime.workspace),
+            state_dir=runtime.state_dir,
+            offer_save=options.offer_save,
+            notice=options.notice,
+        )
+        self._mode_note: str | None = None
+        self.set_plan(options.plan)
         self.tools = ToolPipeline(
             self.hooks,
             runtime.manifest,
@@ -130,6 +153,21 @@ class Agent:
             progress=options.progress,
             counts=self.stats.tools,
         )
+
+    # -- plan mode ----------------------------------------------------------------------
+
+    def set_plan(self, plan: bool) -> None:
+        """Enter or leave plan mode; the next user message opens with a note that says so (the system
+        prompt and the history stay as they are, so the prompt prefix stays valid)."""
+        if plan == self.gate.plan:
+            return
+        self.gate.plan = plan
+        # Left before the model even saw the plan note: nothing to say.
+        self._mode_note = None if not plan and self._mode_note == PLAN_NOTE else (PLAN_NOTE if plan else ACT_NOTE)
+
+    def _take_mode_note(self) -> list[dict[str, Any]]:
+        note, self._mode_note = self._mode_note, None
+        return [] if note is None else [{"type": "text", "text": note, "_mode": "plan" if self.gate.plan else "act"}]
 
     # -- session ------------------------------------------------------------------------
 
@@ -185,7 +223,7 @@ class Agent:
         content: Any = text
         if text is not None:
             content = self.hooks.checked("user_input", {"content": text})
-            lead = [*interruption_note(self.session.meta.pop(INTERRUPTED, None)), *attached]
+            lead = [*interruption_note(self.session.meta.pop(INTERRUPTED, None)), *self._take_mode_note(), *attached]
             if lead:
                 words = content if isinstance(content, list) else [{"type": "text", "text": content}]
                 content = [*lead, *words]

@@ -177,14 +177,17 @@ def _agent(
         reader.path.parent.mkdir(parents=True, exist_ok=True)
     ask: Callable[..., str] | None = None
     preview: Callable[[Any], str | None] | None = None
+    offer_save: Callable[[list[str]], bool] | None = None
     if sys.stdin.isatty() and sys.stderr.isatty():
-        from .approval_prompt import ask_on_tty, change_preview
+        from .approval_prompt import ask_on_tty, change_preview, offer_on_tty
 
-        ask, preview = ask_on_tty(screen, reader), change_preview
+        ask, preview, offer_save = ask_on_tty(screen, reader), change_preview, offer_on_tty(screen, reader)
     out = AnswerStream(None if args.json else screen)
     options = AgentOptions(
         yolo=args.yolo,
+        plan=args.plan,
         ask=ask,
+        offer_save=offer_save,
         preview=preview,
         stream=False if args.no_stream else None,
         progress=screen.progress,

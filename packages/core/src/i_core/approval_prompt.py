@@ -99,3 +99,23 @@ def ask_on_tty(
                 reader.resume()
 
     return ask
+
+
+def offer_on_tty(
+    screen: Screen, reader: Pausable | None = None, read_line: Callable[[], str] | None = None
+) -> Callable[[list[str]], bool]:
+    """After "always" for a shell command: ``offer(rules)`` asks whether to save its allow rules for
+    this workspace (in the user's data folder, never in the project); the default is No."""
+
+    def offer(rules: list[str]) -> bool:
+        if reader is not None:
+            reader.pause()
+        try:
+            shown = ", ".join(for_terminal(rule) for rule in rules)
+            screen.note(f"[i] allowed for this session: {shown}; also save for this workspace? [y/N]: ", end="")
+            return (read_line or sys.stdin.readline)().strip().lower() in ("y", "yes")
+        finally:
+            if reader is not None:
+                reader.resume()
+
+    return offer

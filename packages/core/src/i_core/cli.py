@@ -53,6 +53,11 @@ def agent_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run every tool without asking (the approval policy can still deny)",
     )
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="plan mode: read and search only (write, edit and shell are refused); /act leaves it",
+    )
     parser.add_argument("--no-stream", action="store_true", help="wait for whole replies instead of streaming")
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     parser.add_argument("--no-logo", action="store_true", help="no logo when the console opens on a terminal")

@@ -34,7 +34,7 @@ except ImportError:  # not on every platform: the prompt then has no line editin
 if TYPE_CHECKING:
     from .agent import Agent
 
-WELCOME = "i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /exit"
+WELCOME = "i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /plan, /act, /exit"
 
 
 def logo(screen: Screen) -> None:
@@ -142,6 +142,15 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
             continue
         if text in ("/exit", "/quit"):
             return
+        if text in ("/plan", "/act"):
+            agent.set_plan(text == "/plan")
+            screen.note(
+                "[i] plan mode: read and search only; the model is asked for a plan; /act carries it out"
+                if text == "/plan"
+                else "[i] normal mode: write, edit and shell are available again, with your approval",
+                dim=True,
+            )
+            continue
         if text == "/compact":
             try:
                 screen.note(describe(agent.compact(agent.history, force=True)))

@@ -30,7 +30,7 @@ from i_protocol import PROTOCOL_VERSION, ErrorFrame
 from i_protocol.atomic import atomic_write_bytes
 from i_protocol.errors import FileError
 from i_protocol.files import file_stamp, read_json
-from i_protocol.handshake import HELLO_EVENT, UNKNOWN, Hello, hello_request, parse_hello, speaks
+from i_protocol.handshake import EXTENSIONS, HELLO_EVENT, UNKNOWN, Hello, hello_request, parse_hello, speaks
 from i_protocol.jsonsafe import dumps_safe
 
 from . import preflight
@@ -60,6 +60,8 @@ CORE_EXTENSIONS = (
     "tool_output_budget",
     "tools_list",
     "turn_context",
+    # Registered from the i-protocol release after 0.2.4 on; named only where the installed one knows them.
+    *(name for name in ("plan_mode", "sandbox") if name in EXTENSIONS),
 )
 """The extensions this core understands, named in the ``hello`` it sends."""
 

@@ -246,11 +246,34 @@ def _before_tool(answer: dict[str, Any], sent: dict[str, Any]) -> tuple[str, str
     return name, arguments
 
 
-def _tool_approval(answer: dict[str, Any], sent: dict[str, Any]) -> str:
+class Decision(str):
+    """A ``tool_approval`` decision (allow/ask/deny) and the ``sandbox`` its answer set for the call
+    (extension ``sandbox``: ``{"mode": "workspace-write" | "read-only", "network": bool}``), else None."""
+
+    sandbox: dict[str, Any] | None = None
+
+
+SANDBOX_MODES = ("workspace-write", "read-only")
+
+
+def _tool_approval(answer: dict[str, Any], sent: dict[str, Any]) -> Decision:
     decision = answer.get("decision")
     if decision not in DECISIONS:
         raise HookResultError(f"answered decision {decision!r}, which is not allow/ask/deny")
-    return decision  # type: ignore[no-any-return]
+    result = Decision(decision)
+    sandbox = answer.get("sandbox")
+    if sandbox is not None:
+        # Never read loosely: a sandbox the core cannot apply as asked must not become no sandbox.
+        if (
+            not isinstance(sandbox, dict)
+            or sandbox.get("mode") not in SANDBOX_MODES
+            or not isinstance(sandbox.get("network", False), bool)
+        ):
+            raise HookResultError(
+                f"answered sandbox {sandbox!r}, not {{mode: workspace-write | read-only, network: true | false}}"
+            )
+        result.sandbox = {"mode": sandbox["mode"], "network": sandbox.get("network", False)}
+    return result
 
 
 def _tool(answer: dict[str, Any], sent: dict[str, Any]) -> ToolResult:

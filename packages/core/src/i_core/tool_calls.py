@@ -147,6 +147,8 @@ class ToolPipeline:
         self.progress(f"running {name}")
         if prepared is not None:
             context = self.context if output_bytes is None else replace(self.context, output_bytes=output_bytes)
+            if self.gate.sandbox is not None:
+                context = replace(context, sandbox=self.gate.sandbox)
             done = execute(prepared, context)
             return name, CallResult(done.output, list(done.images), done.is_error)
         answer = self.hooks.tool(name, arguments)  # its images are checked (image parts only) by run_batch

@@ -47,6 +47,8 @@ EXTENSIONS: dict[str, str] = {
     # Beyond the seeds: what our own workers exchange.
     "cut_estimates": "the budget answer carries cut_estimates, one comparable estimate per candidate cut",
     "tool_output_budget": "the budget answer carries per-call tool-output budgets",
+    "plan_mode": "tool_approval carries plan: true while the session is in plan mode",
+    "sandbox": "a shell call's tool_approval answer may carry sandbox {mode, network}, which the core applies",
 }
 """Every extension name, with what it adds. A name not here is no extension."""
 

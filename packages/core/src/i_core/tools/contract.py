@@ -39,6 +39,8 @@ class ToolContext:
     pattern_deadline: float = DEFAULT_PATTERN_DEADLINE
     archived: Callable[[], list[Any]] | None = None
     """The session's archived generations (``archive.Generation``), read when ``recall`` asks; None: no session."""
+    sandbox: dict[str, Any] | None = None
+    """The sandbox this call's policy answer set (``shell``: ``{mode, network}``, ``i_core.sandbox``); None: none."""
 
     def __post_init__(self) -> None:
         # Relative arguments resolve against this, so it must be absolute and normalised once.

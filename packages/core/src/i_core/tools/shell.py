@@ -1,18 +1,24 @@
-"""The ``shell`` tool: ``/bin/sh -c`` in the workspace, in its own process group, output capped."""
+"""The ``shell`` tool: ``/bin/sh -c`` in the workspace, in its own process group, output capped, and in
+the sandbox its policy answer set (``i_core.sandbox``)."""
 
 from __future__ import annotations
 
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 
+from .. import sandbox
 from ..errors import ToolError
 from .arguments import Arguments
 from .contract import APPROVAL_TOKEN_ENV, Prepared, ToolContext, ToolResult
 from .text import printable
+
+EXIT_SANDBOX_FAILED = 125
+"""The exit status of ``sandbox_exec.py`` when it could not apply the sandbox (its output says why)."""
 
 MAX_SHELL_TIMEOUT = 600.0
 # After the shell exits, background children may still hold the output pipe open.
@@ -69,9 +75,25 @@ class _Capture:
 def run_shell(command: str, timeout: float, ctx: ToolContext) -> ToolResult:
     """Run ``command`` with ``/bin/sh -c``; stdin is /dev/null, stdout and stderr are merged."""
     env = {key: value for key, value in ctx.env.items() if key != APPROVAL_TOKEN_ENV}
+    argv, tmp = ["/bin/sh", "-c", command], None
+    if ctx.sandbox is not None:
+        try:
+            wrapped = sandbox.sandboxed(argv, ctx.sandbox["mode"], bool(ctx.sandbox.get("network")), ctx.workspace)
+        except sandbox.SandboxError as exc:
+            raise ToolError(f"shell: not run: the {ctx.sandbox['mode']} sandbox cannot be applied: {exc}") from None
+        argv, tmp = wrapped.argv, wrapped.tmp
+        env.update(TMPDIR=tmp, TMP=tmp, TEMP=tmp)
+    try:
+        return _run(argv, command, timeout, ctx, env)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(argv: list[str], command: str, timeout: float, ctx: ToolContext, env: dict[str, str]) -> ToolResult:
     try:
         process = subprocess.Popen(
-            ["/bin/sh", "-c", command],
+            argv,
             cwd=ctx.workspace,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -85,6 +107,8 @@ def run_shell(command: str, timeout: float, ctx: ToolContext) -> ToolResult:
     timed_out = _pump(process, capture, time.monotonic() + timeout)
     code = process.wait()
     output = capture.text()
+    if ctx.sandbox is not None and code == EXIT_SANDBOX_FAILED and output.startswith("i-sandbox:"):
+        raise ToolError(f"shell: not run: {output.strip()[len('i-sandbox: ') :]}")
     body = output if output.strip() else "(no output)\n"
     body = body if body.endswith("\n") else body + "\n"
     if timed_out:
