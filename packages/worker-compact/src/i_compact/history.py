@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from i_protocol.history import has_images, is_attachment, is_summary, text_of
+from i_protocol.summary import CONTINUATION_CLOSE, CONTINUATION_OPEN
 
-SUMMARY_OPEN = "<continuation_summary>"
-SUMMARY_CLOSE = "</continuation_summary>"
+SUMMARY_OPEN = CONTINUATION_OPEN
+SUMMARY_CLOSE = CONTINUATION_CLOSE
 
 
 def boundaries(history: list[dict[str, Any]]) -> list[bool]:
