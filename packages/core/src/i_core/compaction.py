@@ -25,7 +25,6 @@ from .hooks import HookRunner
 from .model import ModelClient
 from .snapshot import restore_snapshots
 
-SUMMARY_OPEN = SUMMARY_INTRO
 MAX_AFTER_COMPACT_ROUNDS = 4
 """``after_compact`` may ask for further summary requests; the transaction fails after this many rounds."""
 FRAME_HEADROOM = 1 << 20
@@ -115,7 +114,7 @@ def summary_message(summary: str, images: list[dict[str, Any]] | None = None, ci
     ``citation`` (the archive's spans, ``archive.citation``) ends its text; ``without_citation``
     takes it off again before the next compaction's hooks read the summary.
     """
-    text = f"{SUMMARY_OPEN}\n\n{summary}"
+    text = f"{SUMMARY_INTRO}\n\n{summary}"
     if citation:
         text += f"\n\n{citation}"
     content: Any = [{"type": "text", "text": text}, *images] if images else text
