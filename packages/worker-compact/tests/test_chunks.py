@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from i_compact import chunks
-from i_protocol.summary import EXTENSION, OLDER_CORE_MARGIN, Overhead, request_overhead
 from i_compact.prompt import DEFAULT_PROMPT
 from i_compact.worker import worker
+from i_protocol.summary import EXTENSION, OLDER_CORE_MARGIN, Overhead, request_overhead
 
 MARKER = re.compile(r"\[\.\.\. (\d+) chars omitted \.\.\.\]")
 
