@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from .history import text_of, wire_bytes
 
@@ -143,5 +143,5 @@ def read_overhead(data: dict[str, Any]) -> Overhead:
     return Overhead(bytes=size, tokens=tokens)
 
 
-def _count(value: Any) -> bool:
+def _count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
