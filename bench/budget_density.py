@@ -48,10 +48,11 @@ import orjson
 from i_budget import worker as budget_worker
 from i_budget.observations import FileStore, MemoryStore
 from i_compact.prompt import DEFAULT_PROMPT
-from i_core.compaction import render_transcript, summary_message
+from i_core.compaction import summary_message
 from i_core.system_prompt import DEFAULT_SYSTEM_PROMPT
 from i_core.tools.schemas import BUILTIN_SCHEMAS
 from i_protocol.history import text_of
+from i_protocol.summary import render_transcript
 from i_scripted import prompt_tokens, reference_tokens
 
 ROOT = Path(__file__).resolve().parent.parent

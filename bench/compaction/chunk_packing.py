@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
 from long_task import LongTask  # noqa: E402
 
-from i_core.compaction import summary_request  # noqa: E402
 from i_protocol.host import WorkerProcess  # noqa: E402
+from i_protocol.summary import summary_request  # noqa: E402
 from i_scripted import ScriptedModel, prompt_tokens  # noqa: E402
 
 MAX_TOKENS = 512

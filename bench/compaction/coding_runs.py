@@ -21,6 +21,9 @@ messages); bytes after / before (the summary message over the prefix, JSON, pool
     python bench/compaction/coding_runs.py                      # dev split, all modes
     python bench/compaction/coding_runs.py --modes local,naive --worker-src packages/worker-compact/src
     python bench/compaction/coding_runs.py --split heldout      # once, after the work (never to tune)
+    python bench/compaction/coding_runs.py --summaries out.json # also every summary, to compare old vs new byte for byte
+    python bench/compaction/coding_runs.py --overhead           # before_compact carries summary_request_overhead,
+                                                                # as a core sends it to a compactor that declared it
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ WINDOW = 200_000
 KEEP_RECENT = 4
 HEAD_TAIL = 400
 """The task statement's head and tail count as verbatim when each of these many characters is."""
+SUMMARIES: list[dict[str, Any]] = []
+"""Every summary committed, in order (``--summaries``)."""
+OVERHEAD: dict[str, Any] = {}
+"""``summary_request_overhead`` as the core sends it (``--overhead``; the bench's budget gives no rate)."""
 _HARNESS = (
     "<returncode>",
     "Please always provide EXACTLY ONE action",
@@ -115,13 +122,13 @@ def compact(worker: Worker, history: list[dict[str, Any]], model: Any) -> tuple[
     if not isinstance(cut, int):
         raise SystemExit(f"compact_plan declined: {planned.get('reason') or planned}")
     state = planned.get("state") or {}
-    data = {"messages": history[1:cut], "cut": cut, "state": state, "model": "bench", "budget": {}}
+    data = {"messages": history[1:cut], "cut": cut, "state": state, "model": "bench", "budget": {}, **OVERHEAD}
     prepared = worker.call("before_compact", data)
     state = prepared.get("state") or state
     if "summary" in prepared:
         summary = prepared["summary"]
     else:
-        from i_core.compaction import summary_request
+        from i_protocol.summary import summary_request
 
         summary = None
         for part in prepared.get("chunks") or [prepared]:
@@ -130,9 +137,10 @@ def compact(worker: Worker, history: list[dict[str, Any]], model: Any) -> tuple[
         final = worker.call("after_compact", {"summary": summary, "state": state, "round": round_number})
         state = final.get("state") or state
         if final.get("request") is None:
+            SUMMARIES.append({"cut": cut, "messages": len(history), "summary": str(final["summary"])})
             return cut, str(final["summary"])
         request = final["request"]
-        from i_core.compaction import summary_request
+        from i_protocol.summary import summary_request
 
         summary = ask(model, summary_request(request["prompt"], request["messages"], summary))
     raise SystemExit("after_compact asked for more rounds than the core allows")
@@ -278,7 +286,13 @@ def main() -> int:
     parser.add_argument("--worker-src", help="run the worker from this source folder (old vs new)")
     parser.add_argument("--only", help="only runs whose name contains this")
     parser.add_argument("--json", help="write every missing identifier to this file")
+    parser.add_argument("--summaries", help="write every summary (in order) to this file")
+    parser.add_argument("--overhead", action="store_true", help="send summary_request_overhead as the core does")
     args = parser.parse_args()
+    if args.overhead:
+        from i_protocol.summary import EXTENSION, request_overhead
+
+        OVERHEAD[EXTENSION] = request_overhead().as_json()
     chosen = [r for r in runs(args.split) if not args.only or args.only in r[0]]
     from i_scripted import ScriptedModel
 
@@ -307,6 +321,8 @@ def main() -> int:
     if args.json:
         missing = {f"{m} {lv}": s.missing for m, sc in results.items() for lv, s in sc.items()}
         Path(args.json).write_text(json.dumps(missing, indent=1))
+    if args.summaries:
+        Path(args.summaries).write_text(json.dumps(SUMMARIES, indent=1))
     return 0
 
 

@@ -10,7 +10,7 @@ method replaces the prefix ``history[1:cut]``:
   starting at a user/assistant message so no tool batch is split;
 - ``worker local``: ``before_compact`` in ``"mode":"local"`` + ``after_compact``;
 - ``worker model``: ``before_compact`` in model mode, the summary request built exactly as the
-  core builds it (``i_core.compaction.render_transcript``) and sent to the core's
+  core builds it (``i_protocol.summary.render_transcript``) and sent to the core's
   ``ScriptedModel`` server, whose step is the extractive responder below, then ``after_compact``.
 
 The worker outputs become the core's summary message (``i_core.compaction.summary_message``).
@@ -144,7 +144,8 @@ def _json_end(text: str, start: int) -> int | None:
 
 def head_tail(prefix: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Baseline: the rendered prefix, first and last 10% of its characters."""
-    from i_core.compaction import render_transcript, summary_message
+    from i_core.compaction import summary_message
+    from i_protocol.summary import render_transcript
 
     text = render_transcript(prefix)
     keep = int(len(text) * KEEP_SHARE / 2)
@@ -201,7 +202,8 @@ class WorkerRoutes:
         )
 
     def run(self, mode: str, history: list[dict[str, Any]], plan: dict[str, Any]) -> list[dict[str, Any]]:
-        from i_core.compaction import render_transcript, summary_message
+        from i_core.compaction import summary_message
+        from i_protocol.summary import render_transcript
         from i_scripted import ScriptedModel
 
         worker = self.workers[mode]

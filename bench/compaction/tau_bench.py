@@ -12,7 +12,7 @@ Modes:
 
 - ``local``: ``before_compact`` in ``"mode":"local"``, then ``after_compact``;
 - ``model``: ``before_compact`` in model mode; every summary request is built the way the core
-  builds it (``i_core.compaction.summary_request``) and POSTed to the scripted model over
+  builds it (``i_protocol.summary.summary_request``) and POSTed to the scripted model over
   loopback HTTP; ``after_compact`` may ask for further rounds (at most 4, as the core allows);
 - ``careless``: model mode with a summariser that drops every id and path it is sent (its
   replies keep only plain words), to show what the worker's check repairs.
@@ -151,7 +151,7 @@ class Worker:
 
 def compact(worker: Worker, prefix: list[dict[str, Any]], cut: int, model: Any) -> tuple[str, dict[str, Any]]:
     """The final summary of ``prefix`` as the core would commit it, and the last state."""
-    from i_core.compaction import summary_request
+    from i_protocol.summary import summary_request
 
     data = {"messages": prefix, "cut": cut, "state": {"request": REQUEST}, "model": "bench", "budget": {}}
     prepared = worker.call("before_compact", data)

@@ -2,7 +2,10 @@
 
 Like httpx's test of ``__all__``, this reads the source (an AST scan of ``packages/*/src``): a
 second copy of the history validator, of ``text_of``, of a secret pattern, of a bounded read or
-of a locked update fails here, naming the file and line, before it can drift from the first.
+of a locked update fails here, naming the file and line, before it can drift from the first. So
+does a second way to measure (a set of image part types, an inline ``surrogatepass`` length, a
+guessed size of the core's summary-request wrapper, or a copy of its texts): sizes are
+``i_protocol.history``'s and the summary request is ``i_protocol.summary``'s.
 """
 
 from __future__ import annotations
@@ -21,9 +24,15 @@ HOMES = {
     "history": PROTOCOL / "history.py",
     "secrets": PROTOCOL / "secrets.py",
     "files": PROTOCOL / "files.py",
+    "summary": PROTOCOL / "summary.py",
 }
 HISTORY_FUNCTIONS = {"validate_history", "check_tool_calls", "text_of", "content_text", "is_summary_message"}
 SECRET_MARKERS = ("sk-", "ghp_", "github_pat_", "AKIA", "xox", "glpat-", "hf_", "npm_", "-----BEGIN")
+IMAGE_KINDS = frozenset({"image_url", "image", "input_image"})
+SCRIPTED = ROOT / "packages/scripted-model/src"
+"""The dev-only scripted model plays the provider's server, a third party that knows no i_protocol:
+it counts images the way a server does, by its own reading of the formats."""
+WRAPPER_TEXTS = ("<untrusted_transcript>", "<summary_so_far>", "untrusted transcript of an earlier part")
 
 
 def _trees() -> Iterator[tuple[Path, ast.Module]]:
@@ -176,3 +185,73 @@ def test_no_import_cycle(package_root: Path):
     packages = {name for name in modules if (package_root.parent / name.replace(".", "/") / "__init__.py").exists()}
     graph = {name: deps - ({name.rsplit(".", 1)[0]} & packages) for name, deps in graph.items()}
     assert _cycles(graph) == []
+
+
+def _image_kind_sets(tree: ast.Module) -> Iterator[ast.AST]:
+    """Literal collections naming two or more image part types: a second answer to what carries an image."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Set | ast.Tuple | ast.List):
+            kinds = {e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in IMAGE_KINDS}
+            if len(kinds) >= 2:
+                yield node
+
+
+def test_what_carries_an_image_is_answered_in_i_protocol_history():
+    copies = [
+        _where(path, node)
+        for path, tree in _trees()
+        if path != HOMES["history"] and not path.is_relative_to(SCRIPTED)
+        for node in _image_kind_sets(tree)
+    ]
+    assert copies == [], f"image part types listed outside i_protocol.history (use is_image_part): {copies}"
+
+
+def _is_surrogatepass_length(node: ast.AST) -> bool:
+    """``len(x.encode("utf-8", "surrogatepass"))``: the inline UTF-8 length idiom."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args):
+        return False
+    inner = node.args[0]
+    return (
+        isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Attribute)
+        and inner.func.attr == "encode"
+        and any(isinstance(a, ast.Constant) and a.value == "surrogatepass" for a in inner.args)
+    )
+
+
+def test_utf8_lengths_are_measured_by_i_protocol_history():
+    copies = [
+        _where(path, node)
+        for path, tree in _trees()
+        if path != HOMES["history"]
+        for node in ast.walk(tree)
+        if _is_surrogatepass_length(node)
+    ]
+    assert copies == [], f"inline surrogatepass lengths (use i_protocol.history.utf8_len / wire_bytes): {copies}"
+
+
+def _wrapper_guesses(tree: ast.Module) -> Iterator[ast.AST]:
+    """A number bound to a name about the summary request's wrapper (``CHUNK_WRAPPER_BYTES = 512``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Constant):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if isinstance(node.value.value, int | float) and any("WRAPPER" in name.upper() for name in names):
+                yield node
+
+
+def test_the_summary_request_wrapper_is_neither_copied_nor_guessed_outside_i_protocol_summary():
+    copies = []
+    for path, tree in _trees():
+        if path == HOMES["summary"]:
+            continue
+        copies.extend(f"{_where(path, node)} wrapper size" for node in _wrapper_guesses(tree))
+        copies.extend(
+            f"{_where(path, node)} wrapper text"
+            for node in _strings(tree)
+            if any(text in node.value for text in WRAPPER_TEXTS)
+        )
+    assert copies == [], (
+        "the summary request's wrapper outside i_protocol.summary (the core sends its size as "
+        f"summary_request_overhead; read it with read_overhead): {copies}"
+    )

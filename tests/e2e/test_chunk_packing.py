@@ -19,8 +19,8 @@ import httpx
 import pytest
 from long_task import LongTask
 
-from i_core.compaction import summary_request
 from i_protocol.host import WorkerProcess
+from i_protocol.summary import summary_request
 from i_scripted import ScriptedModel, prompt_tokens
 
 EXE = Path(sys.executable).parent / "i-compact"

@@ -4,6 +4,7 @@ and that any failure commits nothing and keeps the earlier checkpoint."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from i_protocol.summary import request_overhead
 from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
@@ -501,6 +503,26 @@ def test_a_release_of_ours_from_before_the_declarations_is_read_by_its_version(s
     assert result.returncode == 0, result.stderr
     plan = next(r for r in _log(log) if r["event"] == "compact_plan")
     assert ("cut_estimates" in plan["budget_result"]) is read
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_the_summary_request_overhead_reaches_only_a_compactor_that_declared_it(setup, tmp_path, declared):
+    """SPEC §3.4: the core owns the summary request and tells a declaring compactor what its wrapper
+    costs, in bytes and at the budget's rate; any other compactor gets no field and keeps its margin."""
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 6) as model:
+        grow(setup, model)
+        extensions = ["cut_estimates", "summary_request_overhead"] if declared else ["cut_estimates"]
+        conf = {"cut_estimates": True, "tokens_per_byte": 0.3, "summary": "short", "log": str(log)}
+        setup.behave(fits_over=7000, cut="keep_two", extensions=extensions, **conf)
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    prepare = next(r for r in _log(log) if r["event"] == "before_compact")
+    if declared:
+        assert prepare["summary_request_overhead"] == request_overhead(0.3).as_json()
+        assert prepare["summary_request_overhead"]["tokens"] == math.ceil(request_overhead().bytes * 0.3)
+    else:
+        assert "summary_request_overhead" not in prepare
 
 
 @pytest.mark.parametrize("declared", [True, False])

@@ -5,8 +5,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from i_core.budget import MARGIN_TOKENS, Budget, wire_size
+from i_core.budget import MARGIN_TOKENS, Budget
 from i_core.config import parse_api_config
+from i_protocol.history import wire_bytes
 
 CONFIG = parse_api_config(
     {"protocol": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "budget": {"context_window": 100_000}}
@@ -46,7 +47,7 @@ def test_an_impossible_input_count_is_not_stored_and_said_once() -> None:
     (line,) = said
     assert "2000000 input tokens" in line and "impossible" in line
     # the bound: the request's bytes plus the margin; one more token is impossible
-    bound = sum(map(wire_size, HISTORY)) + wire_size(TOOLS) + MARGIN_TOKENS
+    bound = sum(map(wire_bytes, HISTORY)) + wire_bytes(TOOLS) + MARGIN_TOKENS
     budget.record_usage(_sent(), {"input_tokens": bound, "output_tokens": 3}, HISTORY, TOOLS)
     assert meta["usage_anchor"]["input_tokens"] == bound
 

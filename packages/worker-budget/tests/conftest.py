@@ -1,3 +1,5 @@
+"""Shared fixtures; puts this folder on sys.path so tests can import ``core_texts``."""
+
 from __future__ import annotations
 
 import copy
@@ -6,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # so tests can import ``core_texts``
 
 WORKSPACE_ID = "f29127b0-f512-4c6e-9e31-87d476d168ce"
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from i_compact import chunks
 from i_compact.prompt import DEFAULT_PROMPT
 from i_compact.worker import worker
+from i_protocol.summary import EXTENSION, OLDER_CORE_MARGIN, Overhead, request_overhead
 
 MARKER = re.compile(r"\[\.\.\. (\d+) chars omitted \.\.\.\]")
 
@@ -107,6 +108,54 @@ def test_a_prefix_needing_three_requests_is_chunked_in_order(dirs: dict[str, str
     attempt = data["state"]["lastAttempt"]
     assert attempt["reason"] == "model_chunks_prepared" and attempt["chunks"] == 3
     assert data["state"]["chunking"]["chunks"] == 3 and data["state"]["chunking"]["shortenedMessages"] == 0
+
+
+def _first_chunk_bytes(data: dict[str, Any], wrapper: int) -> int:
+    return chunks.transcript_bytes(data["chunks"][0]["messages"], wrapper)
+
+
+def test_chunks_are_packed_with_the_wrapper_size_the_core_sends(dirs: dict[str, str]) -> None:
+    """SPEC §3.4: before_compact's summary_request_overhead is what the core's wrapper costs in each
+    request; the chunks are packed with it, not with a guess."""
+    messages = long_prefix()
+    whole = prepared_whole(dirs, messages)
+    capacity = len(whole["prompt"].encode()) + 64 + int(chunks.transcript_bytes(whole["messages"]) * 0.45)
+    state = state_for(capacity, 2000)
+    for overhead in (request_overhead(), Overhead(bytes=6000, tokens=6000)):
+        data = before(dirs, messages, state, **{EXTENSION: overhead.as_json()})
+        assert data["state"]["chunking"]["wrapper"] == overhead.bytes
+        first, later = limits(state, data["chunks"][0]["prompt"], data["chunks"][1]["prompt"])
+        assert _first_chunk_bytes(data, overhead.bytes) <= first
+        for part in data["chunks"][1:]:
+            assert chunks.transcript_bytes(part["messages"], overhead.bytes) <= later
+        assert rejoined([part["messages"] for part in data["chunks"]]) == whole["messages"]
+    small = before(dirs, messages, state, **{EXTENSION: request_overhead().as_json()})
+    large = before(dirs, messages, state, **{EXTENSION: Overhead(bytes=6000, tokens=6000).as_json()})
+    # What the wrapper takes, the transcript cannot: about 5,500 bytes less of it in the first request
+    # (less a part of a message that did not fit either way).
+    assert _first_chunk_bytes(large, 0) < _first_chunk_bytes(small, 0) - 4000
+
+
+@pytest.mark.parametrize("sent", [None, {"bytes": "485"}, {"tokens": 12}])
+def test_without_the_field_a_compactor_keeps_the_margin_of_older_cores(dirs: dict[str, str], sent: Any) -> None:
+    """A host that sends no summary_request_overhead (a third party's, or an older core): 512 bytes, as before."""
+    messages = long_prefix()
+    whole = prepared_whole(dirs, messages)
+    capacity = len(whole["prompt"].encode()) + 64 + int(chunks.transcript_bytes(whole["messages"]) * 0.45)
+    state = state_for(capacity, 2000)
+    extra = {} if sent is None else {EXTENSION: sent}
+    data = before(dirs, messages, state, **extra)
+    assert data["state"]["chunking"]["wrapper"] == OLDER_CORE_MARGIN.bytes == 512
+    first, _later = limits(state, data["chunks"][0]["prompt"], data["chunks"][1]["prompt"])
+    assert _first_chunk_bytes(data, 512) <= first
+
+
+def test_a_provisional_rate_counts_the_wrapper_in_tokens(dirs: dict[str, str]) -> None:
+    messages = long_prefix()
+    state = {"request": {"capacity": 8000, "output_reserve": 500, "tokens_per_byte": 1.0, "provisional": True}}
+    sent = before(dirs, messages, state, **{EXTENSION: Overhead(bytes=485, tokens=400).as_json()})
+    assert sent["state"]["chunking"]["wrapper"] == 400
+    assert before(dirs, messages, state)["state"]["chunking"]["wrapper"] == OLDER_CORE_MARGIN.tokens
 
 
 def test_a_single_oversized_message_is_shortened(dirs: dict[str, str]) -> None:

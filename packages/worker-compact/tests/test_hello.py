@@ -22,4 +22,5 @@ def test_hello_names_the_package_and_its_extensions():
         "chunks",
         "cut_estimates",
         "previous_attempt",
+        "summary_request_overhead",
     ]

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from i_protocol.history import is_summary
+from i_protocol.history import is_image_part, is_summary, wire_bytes
 
 from .config import ApiConfig
 from .errors import BudgetExhausted
@@ -252,7 +252,7 @@ class Budget:
         window = self.config.budget.get("context_window")
         window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
         if isinstance(input_tokens, int):
-            request_bytes = sum(wire_size(message) for message in history) + wire_size(tools)
+            request_bytes = sum(wire_bytes(message) for message in history) + wire_bytes(tools)
             bound = request_bytes + planned_image_tokens(history, self.config.budget) + MARGIN_TOKENS
             if input_tokens > bound:
                 return f"{input_tokens} input tokens for a request of {request_bytes} bytes (at most {bound})"
@@ -289,7 +289,7 @@ def planned_image_tokens(history: list[dict[str, Any]], budget: dict[str, Any]) 
         for message in history
         if isinstance(message.get("content"), list)
         for part in message["content"]
-        if isinstance(part, dict) and part.get("type") == "image_url"
+        if is_image_part(part)
     )
     return count * cost
 
@@ -304,7 +304,7 @@ def oversize_hint(working: list[dict[str, Any]], capacity: int | None, where: st
         ),
         default=0,
     )
-    sizes = [(wire_size(message), index) for index, message in enumerate(working[newest:], start=newest)]
+    sizes = [(wire_bytes(message), index) for index, message in enumerate(working[newest:], start=newest)]
     total = sum(size for size, _index in sizes)
     biggest, at = max(sizes) if sizes else (0, newest)
     room = f"the input capacity is {capacity} tokens" if capacity is not None else "the capacity is unknown"
@@ -314,14 +314,6 @@ def oversize_hint(working: list[dict[str, Any]], capacity: int | None, where: st
         f"The session on disk ({where}) is unchanged: send a shorter request, raise "
         "budget.context_window if the model allows more, or continue in a new session."
     )
-
-
-def wire_size(message: Any) -> int:
-    """Wire bytes of one message (a lone surrogate, kept losslessly in sessions, is measured too)."""
-    try:
-        return len(orjson.dumps(message))
-    except TypeError:
-        return len(repr(message).encode("utf-8", "surrogatepass"))
 
 
 def tool_output_limit(check: BudgetCheck | None, default_bytes: int) -> int:

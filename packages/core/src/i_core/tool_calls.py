@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from i_protocol.history import is_image_part
+
 from .approval import ApprovalGate
 from .budget import Budget, tool_output_limit, truncate_utf8
 from .errors import HookResultError, ToolError, WorkerFailure
@@ -92,7 +94,7 @@ class ToolPipeline:
                     parts = tool_images(result.images)
                 except ToolError as exc:
                     problem = str(exc)
-                attached = sum(1 for part in images if part.get("type") == "image_url")
+                attached = sum(1 for part in images if is_image_part(part))
                 if attached + len(parts) > MAX_IMAGES_PER_BATCH:
                     problem = (
                         f"{len(parts)} images, over the limit of {MAX_IMAGES_PER_BATCH} per batch "

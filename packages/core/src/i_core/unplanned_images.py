@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from i_protocol.history import is_image_part
+
 NOTE = (
     "[an image was left out of this request: its token cost is unknown because budget.image_tokens is not "
     "set in the user's config.json; the user has been told. Do not guess what it shows.]"
@@ -54,5 +56,4 @@ def leave_out(history: list[dict[str, Any]], budget: Mapping[str, Any]) -> tuple
     return (sent, count) if count else (history, 0)
 
 
-def _is_image(part: object) -> bool:
-    return isinstance(part, dict) and part.get("type") == "image_url"
+_is_image = is_image_part

@@ -12,7 +12,8 @@ Reads its behaviour from the JSON file named by argv[1] on every call, so a test
    "provisional": true,       # context_budget's estimates rest on nothing observed
    "on_unfinished": "local" | "decline",  # compact_plan told summary_not_finished: a local summary, or decline
    "cut_estimates": true,     # context_budget's answer carries cut_estimates
-   "log": "PATH",             # append every compact_plan / after_compact_commit data (as JSON lines)
+   "tokens_per_byte": R,      # ... at this rate (default 1.0)
+   "log": "PATH",             # append every compact_plan / before_compact / after_compact_commit data (JSON lines)
    "log_budget": true,        # ... and every context_budget data
    "extensions": [...],       # what hello declares, read at start (default: every extension it uses)
    "package": ..., "version": ...}  # who hello says it is, read at start
@@ -25,7 +26,15 @@ import sys
 
 from i_protocol import Worker, WorkerError
 
-USED = ("after_compact_rounds", "chunks", "cut_estimates", "previous_attempt", "rejection", "tool_output_budget")
+USED = (
+    "after_compact_rounds",
+    "chunks",
+    "cut_estimates",
+    "previous_attempt",
+    "rejection",
+    "summary_request_overhead",
+    "tool_output_budget",
+)
 worker = Worker("fake-compact", "0", dist_name="fake-compactor")
 
 
@@ -70,7 +79,11 @@ def context_budget(data: dict, request) -> dict:
         "provisional": conf.get("provisional", False),
     }
     if conf.get("cut_estimates"):
-        data["budget_result"]["cut_estimates"] = {"fixed_tokens": 1, "tokens_per_byte": 1.0, "suffix": []}
+        data["budget_result"]["cut_estimates"] = {
+            "fixed_tokens": 1,
+            "tokens_per_byte": conf.get("tokens_per_byte", 1.0),
+            "suffix": [],
+        }
     if conf.get("log_budget"):
         log(conf, "context_budget", data)
     return data
@@ -113,6 +126,7 @@ def compact_plan(data: dict, request) -> dict:
 @worker.hook("before_compact")
 def before_compact(data: dict, request) -> dict:
     conf = check("before_compact")
+    log(conf, "before_compact", data)
     if data["state"].get("local"):
         data["summary"] = "local summary after an unfinished one"
     elif conf.get("chunks"):

@@ -3,7 +3,8 @@
 Worker authors need only ``Worker``, ``Request`` and ``WorkerError``; hosts use
 ``i_protocol.host.WorkerProcess`` (imported on demand so that workers start fast). The shared
 contracts every package uses live in their own modules, imported where needed:
-``i_protocol.history`` (the history format), ``i_protocol.secrets`` (secret patterns),
+``i_protocol.history`` (the history format and its sizes), ``i_protocol.summary`` (the summary
+request and its wrapper), ``i_protocol.secrets`` (secret patterns),
 ``i_protocol.files`` (bounded reads, locked updates), ``i_protocol.settings`` (field checks).
 """
 

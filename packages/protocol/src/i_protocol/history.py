@@ -6,6 +6,11 @@ Public API, versioned with the protocol: the types, ``ROLES``, ``validate_histor
 returns with ``validate_history``; workers use the same helpers, so no package keeps its own
 reading of the format.
 
+Sizes are measured here too, one way for every package: ``IMAGE_PART_TYPES`` / ``is_image_part``
+(what carries an image), ``utf8_len`` (UTF-8 bytes of a text, a lone surrogate counted as the 3
+bytes ``surrogatepass`` writes) and ``wire_bytes`` (the bytes of a message, or any JSON value, as
+compact JSON).
+
 Messages are OpenAI Chat-Completions shaped: ``{"role", "content", "tool_calls"?, "tool_call_id"?}``
 plus top-level ``_``-prefixed private fields, which workers see and providers never do.
 ``history[0]`` is the system message. A tool batch is an assistant message with ``tool_calls``,
@@ -18,9 +23,12 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+import orjson
+
 from .errors import HistoryError
 
 __all__ = [
+    "IMAGE_PART_TYPES",
     "ROLES",
     "SUMMARY_KIND",
     "Function",
@@ -32,15 +40,22 @@ __all__ = [
     "check_tool_calls",
     "has_images",
     "is_attachment",
+    "is_image_part",
     "is_summary",
     "summary_marker",
     "text_of",
+    "utf8_len",
     "validate_history",
+    "wire_bytes",
 ]
 
 ROLES = ("system", "user", "assistant", "tool")
 SUMMARY_KIND = "summary"
 """``message["_compaction"]["kind"]`` of a compaction summary."""
+IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
+"""Part/block ``type`` values that carry an image: Chat Completions' ``image_url`` (the only one a
+valid history holds), Anthropic's ``image`` and Responses' ``input_image`` (in replayed adapter
+state, and in what a worker is given before validation)."""
 
 
 class TextPart(TypedDict):
@@ -181,10 +196,29 @@ def text_of(message: dict[str, Any]) -> str:
     return ""
 
 
+def is_image_part(part: object) -> bool:
+    """Whether ``part`` (a content part, or any block of a provider's format) carries an image."""
+    return isinstance(part, dict) and part.get("type") in IMAGE_PART_TYPES
+
+
 def has_images(message: dict[str, Any]) -> bool:
     """Whether a message's content carries image parts."""
     content = message.get("content")
-    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in content)
+    return isinstance(content, list) and any(is_image_part(p) for p in content)
+
+
+def utf8_len(text: str) -> int:
+    """UTF-8 bytes of ``text``; a lone surrogate (kept losslessly in sessions) counts 3 bytes."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def wire_bytes(value: Any) -> int:
+    """Bytes of ``value`` (a message, a history, tool schemas) as compact JSON, what it costs on the
+    wire; a value holding a lone surrogate, which JSON cannot encode, is measured the slow way."""
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:
+        return len(repr(value).encode("utf-8", "surrogatepass"))
 
 
 def is_attachment(history: list[dict[str, Any]], index: int) -> bool:

@@ -8,15 +8,14 @@ from typing import Any
 
 import orjson
 
+from i_protocol.history import IMAGE_PART_TYPES, wire_bytes
+
 from .density import ZERO, Classes, add, classify, sub
 from .errors import BudgetError
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 REPLAY_FIELDS = frozenset({"_anthropic_content", "_responses_output"})
 """Top-level ``_`` fields the protocol adapters replay on the wire: they cost tokens and are fingerprinted."""
-
-IMAGE_TYPES = frozenset({"image_url", "image", "input_image"})
-"""Part/block ``type`` values that carry an image (chat-completions, Anthropic, Responses)."""
 
 FINGERPRINT_PREFIX = "sha256:"
 _SORTED = orjson.OPT_SORT_KEYS
@@ -61,7 +60,7 @@ class HistoryMeasure:
 
     def message_bytes(self, index: int) -> int:
         """Bytes of one message (image parts excluded)."""
-        return len(orjson.dumps(self.views[index], option=_SORTED)) - self.images.get(index, (0, 0))[1]
+        return wire_bytes(self.views[index]) - self.images.get(index, (0, 0))[1]
 
     def message_classes(self, index: int) -> Classes:
         """Class bytes of one message (image parts excluded), with its separating comma."""
@@ -93,7 +92,7 @@ def _image_parts(view: dict[str, Any]) -> list[bytes]:
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if node.get("type") in IMAGE_TYPES:
+            if node.get("type") in IMAGE_PART_TYPES:
                 parts.append(orjson.dumps(node, option=_SORTED))
                 continue
             stack.extend(node.values())

@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from i_protocol.history import is_summary, text_of
+from i_protocol.history import is_summary, text_of, utf8_len
 
 from .history import request_text
 from .ledger import Statement
@@ -492,8 +492,7 @@ def _carry(text: str, coding: Coding) -> None:
 # -- rendering ----------------------------------------------------------------------------------
 
 
-def _bytes(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
+_bytes = utf8_len
 
 
 def _block(number: int, text: str, limit: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from i_protocol.history import is_summary, text_of
+from i_protocol.history import is_summary, text_of, utf8_len
 
 from .config import CompactConfig
 from .failure import count
@@ -254,7 +254,7 @@ def carried_record(head: list[dict[str, Any]]) -> int:
     record = record_text(text)
     # The coding sections (requests, action log) are carried like the record (issue 30); the
     # record's task statement is not: it has its own room on top (statement_room).
-    size = len(record.encode("utf-8", "surrogatepass")) if record is not None else 0
+    size = utf8_len(record) if record is not None else 0
     if record is not None and STATEMENT_LINE in record:
         ledger = parse_record(record)
         size -= statement_size(ledger.statement if ledger is not None else None)
@@ -302,5 +302,5 @@ def record_room(state: CompactState, body: str) -> int:
     if not count(cap) or not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0:
         return MODEL_RECORD_MAX  # nothing known of the window: the record as before_compact made it
     allowed = int(cap / rate)
-    left = allowed - len(body.encode("utf-8", "surrogatepass")) - CANONICAL_BYTES
+    left = allowed - utf8_len(body) - CANONICAL_BYTES
     return min(MODEL_RECORD_MAX, max(LOCAL_FLOOR, allowed // RECORD_SHARE_OF_REPLY, left))

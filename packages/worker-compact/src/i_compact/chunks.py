@@ -8,8 +8,10 @@ Sizing (from what ``compact_plan`` saw in ``budget_result``, kept in ``state.req
 holds ``capacity - output_reserve (the summary so far) - prompt tokens - 64`` tokens of
 transcript, converted to UTF-8 bytes with ``tokens_per_byte`` (1 token per byte when the budget
 gave no rate). A message is counted as the UTF-8 bytes of its role, content, ``tool_call_id`` and
-tool calls (id, name, arguments) plus :data:`MESSAGE_FRAMING_BYTES`; a chunk adds
-:data:`CHUNK_WRAPPER_BYTES` for the core's transcript and summary-so-far wrappers.
+tool calls (id, name, arguments) plus :data:`MESSAGE_FRAMING_BYTES`; a chunk adds what the core's
+transcript and summary-so-far wrappers cost: the ``summary_request_overhead`` the core sends in
+``before_compact`` (``i_protocol.summary``), or, from a host that sends none, its
+``OLDER_CORE_MARGIN`` (the margin this compactor kept before the field).
 
 When the budget's rate is provisional (nothing of the model's density observed yet, so its rate
 is the seed's 1 token per byte, several times the real count), chunks are packed by
@@ -26,17 +28,25 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from i_protocol.history import utf8_len
+from i_protocol.summary import (
+    CONTINUATION_CLOSE,
+    CONTINUATION_OPEN,
+    OLDER_CORE_MARGIN,
+    SUMMARY_SO_FAR_CLOSE,
+    SUMMARY_SO_FAR_OPEN,
+    Overhead,
+)
+
 from .config import check_prompt
 
 FRAME_MARGIN_TOKENS = 64
 MESSAGE_FRAMING_BYTES = 48
 CALL_FRAMING_BYTES = 32
-CHUNK_WRAPPER_BYTES = 512
 MESSAGE_FRAMING_TOKENS = 16
 CALL_FRAMING_TOKENS = 16
-CHUNK_WRAPPER_TOKENS = 192
-"""The same framing counted in tokens (by estimate: a provisional rate): the core's wrappers are
-about 400 ASCII bytes, a message's ``[role]`` line a few tokens."""
+"""The same framing counted in tokens (by estimate: a provisional rate): a message's ``[role]``
+line is a few tokens."""
 MIN_CHUNK_BYTES = 2048
 """A summary request with room for less transcript than this cannot make progress."""
 _MARKER = "[... {count} chars omitted ...]"
@@ -44,25 +54,20 @@ _MARKER_BYTES = 64
 _CONTENT_FLOOR = 512
 _CALLS_MARKER = "[... {count} more tool calls omitted ...]"
 
-UPDATE_NOTE = """
+UPDATE_NOTE = f"""
 
 This request continues a summary made in parts. The user message starts with the summary so far,
-between <summary_so_far> and </summary_so_far>: the summary of the earlier parts of the same
+between {SUMMARY_SO_FAR_OPEN} and {SUMMARY_SO_FAR_CLOSE}: the summary of the earlier parts of the same
 transcript. The transcript after it is the NEXT part. Update the summary so far with this part:
 keep every fact it records that still holds, under the same rules and sections as above (ids
 with their status, resume calls character for character, modified paths, what the user allowed
 or forbade, the latest user request, pending work, blockers, checks not run), add what the new
 part says, and replace what it supersedes. Answer with the complete updated summary, not only
 the changes, inside exactly one block:
-<continuation_summary>
+{CONTINUATION_OPEN}
 ...
-</continuation_summary>
+{CONTINUATION_CLOSE}
 """
-
-
-def utf8_len(text: str) -> int:
-    """UTF-8 bytes of ``text`` (lone surrogates counted as 3 bytes)."""
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ class RequestBudget:
     tokens_per_byte: float
     provisional: bool = False
     """The rate is the budget's provisional one: chunks are packed by :func:`estimate_tokens`."""
+    overhead: Overhead = OLDER_CORE_MARGIN
+    """What the core's wrapper costs in each request (``before_compact``'s ``summary_request_overhead``)."""
 
     def as_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {
@@ -92,7 +99,7 @@ class RequestBudget:
     @property
     def wrapper(self) -> int:
         """What the core's wrappers count for in a chunk, in this budget's unit."""
-        return CHUNK_WRAPPER_TOKENS if self.provisional else CHUNK_WRAPPER_BYTES
+        return self.overhead.tokens if self.provisional else self.overhead.bytes
 
     def transcript_size(self, messages: list[dict[str, Any]]) -> int:
         """What ``messages`` count for as one chunk (wrapper included), in this budget's unit."""
@@ -103,8 +110,9 @@ def _count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def request_budget(value: Any) -> RequestBudget | None:
-    """``state.request`` (as ``compact_plan`` stored it) as a :class:`RequestBudget`, or None."""
+def request_budget(value: Any, overhead: Overhead = OLDER_CORE_MARGIN) -> RequestBudget | None:
+    """``state.request`` (as ``compact_plan`` stored it) as a :class:`RequestBudget`, or None;
+    ``overhead`` is what ``before_compact`` said the core's wrapper costs."""
     if not isinstance(value, dict):
         return None
     capacity, reserve, rate = value.get("capacity"), value.get("output_reserve"), value.get("tokens_per_byte")
@@ -112,7 +120,7 @@ def request_budget(value: Any) -> RequestBudget | None:
         return None
     if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not math.isfinite(rate) or rate <= 0:
         rate = 1.0
-    return RequestBudget(capacity, reserve, float(rate), value.get("provisional") is True)
+    return RequestBudget(capacity, reserve, float(rate), value.get("provisional") is True, overhead)
 
 
 def transcript_limit(budget: RequestBudget, prompt: str, *, summary_so_far: bool = True) -> tuple[int, int]:
@@ -221,9 +229,9 @@ def _call_tokens(call: Any) -> int:
     return size
 
 
-def transcript_bytes(messages: list[dict[str, Any]]) -> int:
-    """What ``messages`` count for as one chunk (wrapper included)."""
-    return CHUNK_WRAPPER_BYTES + sum(message_bytes(m) for m in messages)
+def transcript_bytes(messages: list[dict[str, Any]], wrapper: int = OLDER_CORE_MARGIN.bytes) -> int:
+    """What ``messages`` count for as one chunk (``wrapper`` bytes included)."""
+    return wrapper + sum(message_bytes(m) for m in messages)
 
 
 def cut_middle(text: str, keep: int, *, head_lines: int = 0) -> str:
@@ -450,7 +458,7 @@ def split(
     first: int,
     later: int,
     size_of: Any = message_bytes,
-    wrapper: int = CHUNK_WRAPPER_BYTES,
+    wrapper: int = OLDER_CORE_MARGIN.bytes,
 ) -> Split:
     """Pack ``messages`` in order into chunks: the first at most ``first`` (wrapper included),
     every later one at most ``later`` (it also carries the summary so far), counted by ``size_of``

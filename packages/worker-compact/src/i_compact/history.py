@@ -1,9 +1,10 @@
 """The shape of a history as the cut planner sees it: messages, tool batches, safe boundaries.
 
 The history format itself (text, images, tool-batch attachments, the summary marker) is
-``i_protocol.history``'s; this module adds only what planning a cut needs. ``SUMMARY_OPEN`` /
-``SUMMARY_CLOSE`` are this compactor's own block inside the summary text (seed 002), not the
-marker that makes a message a summary.
+``i_protocol.history``'s; this module adds only what planning a cut needs. (The
+``<continuation_summary>`` block this compactor writes a summary in, seed 002, is
+``i_protocol.summary``'s ``CONTINUATION_OPEN`` / ``CONTINUATION_CLOSE``: a text, not the marker
+that makes a message a summary.)
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from i_protocol.history import has_images, is_attachment, is_summary, text_of
-
-SUMMARY_OPEN = "<continuation_summary>"
-SUMMARY_CLOSE = "</continuation_summary>"
 
 
 def boundaries(history: list[dict[str, Any]]) -> list[bool]:

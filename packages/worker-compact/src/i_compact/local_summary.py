@@ -15,7 +15,7 @@ from bisect import bisect_right
 from collections import Counter
 from typing import Any, TypeAlias
 
-from i_protocol.history import is_summary, text_of
+from i_protocol.history import is_image_part, is_summary, text_of, utf8_len
 
 from . import actions
 from . import ledger as facts
@@ -154,8 +154,7 @@ def local_summary(
     return "\n".join(part for part in (header, record, work, evidence) if part)
 
 
-def _bytes(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
+_bytes = utf8_len
 
 
 def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -> dict[str, list[str]]:
@@ -170,9 +169,7 @@ def _evidence(messages: list[dict[str, Any]], analysis: Analysis, images: str) -
         role = message.get("role")
         content = message.get("content")
         if isinstance(content, list):
-            image_count += sum(
-                1 for p in content if isinstance(p, dict) and p.get("type") in ("image_url", "image", "input_image")
-            )
+            image_count += sum(1 for p in content if is_image_part(p))
         if role == "user" and not is_summary(message) and "_context" not in message:
             text = _clean(request_text(message))
             found[_SECRET_REFS] += [f"{ref} in a user message" for ref in secret_references(text)[:5]]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .history import SUMMARY_CLOSE, SUMMARY_OPEN
+from i_protocol.summary import CONTINUATION_CLOSE, CONTINUATION_OPEN
+
 from .textsafe import scrub
 
 _OPEN = re.compile(r"<\s*continuation_summary\b[^<>\n]*>", re.I)
@@ -87,7 +88,7 @@ def _outer_blocks(text: str) -> list[tuple[int, int, int]]:
 
 def canonical(body: str) -> str:
     """Wrap a cleaned body in the single canonical block."""
-    return f"{SUMMARY_OPEN}\n{body}\n{SUMMARY_CLOSE}"
+    return f"{CONTINUATION_OPEN}\n{body}\n{CONTINUATION_CLOSE}"
 
 
 def _clean_body(text: str) -> str:

@@ -55,6 +55,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from i_protocol.history import utf8_len
+
 from .ledger import Ledger, Statement, is_pending, recovery_call
 
 VERSION = "2"
@@ -112,7 +114,7 @@ def _digest(lines: list[str]) -> str:
 
 
 def _size(line: str) -> int:
-    return len(line.encode("utf-8", "surrogatepass")) + 1
+    return utf8_len(line) + 1
 
 
 def _entries(ledger: Ledger) -> dict[str, list[tuple[str, str]]]:

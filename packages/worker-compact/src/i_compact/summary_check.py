@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
+from i_protocol.history import utf8_len
+
 from .ledger import Ledger
 
 REPAIR_ROUNDS = 1
@@ -92,7 +94,7 @@ def fits(request: dict[str, Any], summary: str, budget: Any) -> bool:
         return False
     capacity, reserve, rate = values
     text = request["prompt"] + summary + "".join(m["content"] for m in request["messages"])
-    return len(text.encode("utf-8", "surrogatepass")) * rate + FRAME_BYTES * rate + reserve <= capacity
+    return utf8_len(text) * rate + FRAME_BYTES * rate + reserve <= capacity
 
 
 def _positive(value: Any) -> TypeGuard[int | float]:

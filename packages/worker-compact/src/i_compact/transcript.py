@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from i_protocol.history import is_summary, text_of
+from i_protocol.history import is_image_part, is_summary, text_of
 
 from .redact import redact
 from .reduction import STRING_CAP, Reduction, reduce_tool_result, strip_payloads
@@ -22,7 +22,6 @@ MAX_IMAGES = 8
 ARGUMENTS_CAP = 2000
 _SUMMARY_TAG = re.compile(r"<(\s*/?\s*continuation_summary)", re.I)
 _BACKTICKS = re.compile(r"`{3,}")
-_IMAGE_TYPES = ("image_url", "image", "input_image")
 
 
 @dataclass
@@ -180,7 +179,7 @@ def _render_content(content: Any, image_parts: list[dict[str, Any]], images: str
     for part in content:
         if isinstance(part, str):
             pieces.append(strip_payloads(scrub(part)))
-        elif isinstance(part, dict) and part.get("type") in _IMAGE_TYPES:
+        elif is_image_part(part):
             image_parts.append(part)
             label = {"keep": "kept after compaction", "omit": "omitted", "describe": "attached for description"}[images]
             pieces.append(f"[image #{len(image_parts)} ({label})]")
@@ -195,5 +194,5 @@ def collect_images(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for message in messages:
         content = message.get("content")
         if isinstance(content, list):
-            parts.extend(p for p in content if isinstance(p, dict) and p.get("type") in _IMAGE_TYPES)
+            parts.extend(p for p in content if is_image_part(p))
     return parts[-MAX_IMAGES:]

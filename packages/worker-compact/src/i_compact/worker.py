@@ -16,7 +16,14 @@ from .__about__ import __version__
 
 worker = Worker("compact", __version__, dist_name="i-worker-compact")
 # Declared in `hello` (SPEC §3.4); set as an attribute so an older i-protocol only ignores it.
-worker.extensions = ("after_compact_commit", "after_compact_rounds", "chunks", "cut_estimates", "previous_attempt")
+worker.extensions = (
+    "after_compact_commit",
+    "after_compact_rounds",
+    "chunks",
+    "cut_estimates",
+    "previous_attempt",
+    "summary_request_overhead",
+)
 
 Handler = Callable[[dict[str, Any], Request], dict[str, Any]]
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..budget import wire_size
+from i_protocol.history import wire_bytes
+
 from ..hook_results import CHECKS, BudgetCheck
 from .probe import CheckFailed, Probe, Run, expect_error
 from .samples import budget_policy, english_history, history, with_unrelated
@@ -85,15 +86,15 @@ def real_reduction(run: Run) -> str:
         template = _estimate(probe, asked, None).verdict.raw.get("anchor")
         if not isinstance(template, dict):
             return "offers no usage anchor: the core applies only the comparable-estimate check"
-        real = sum(wire_size(m) for m in asked) // REAL_BYTES_PER_TOKEN
-        usage = {**template, "input_tokens": real, "output_tokens": wire_size(reply) // REAL_BYTES_PER_TOKEN}
+        real = sum(wire_bytes(m) for m in asked) // REAL_BYTES_PER_TOKEN
+        usage = {**template, "input_tokens": real, "output_tokens": wire_bytes(reply) // REAL_BYTES_PER_TOKEN}
         before = _estimate(probe, full, usage).verdict
         reduced = _reduced(full)
         after = _estimate(probe, reduced, usage).verdict
     if not before.anchored or before.estimate is None:
         method = before.estimate_method
         return f"does not anchor on real usage (estimate method {method!r}): the token check does not apply"
-    size, reduced_size = sum(wire_size(m) for m in full), sum(wire_size(m) for m in reduced)
+    size, reduced_size = sum(wire_bytes(m) for m in full), sum(wire_bytes(m) for m in reduced)
     if after.estimate is None or after.estimate >= before.estimate:
         raise CheckFailed(
             f"estimates a history reduced to {reduced_size} of {size} bytes at {after.estimate} tokens, not below "
@@ -105,7 +106,7 @@ def real_reduction(run: Run) -> str:
 def _reduced(full: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The system message, a summary of the prefix, and the last round: ``REDUCED_SHARE`` of the bytes."""
     suffix = full[-4:]
-    target = int(sum(wire_size(m) for m in full) * REDUCED_SHARE) - sum(wire_size(m) for m in (full[0], *suffix))
+    target = int(sum(wire_bytes(m) for m in full) * REDUCED_SHARE) - sum(wire_bytes(m) for m in (full[0], *suffix))
     prose = " ".join(str(m.get("content") or "") for m in full[1:-4])
     summary = {"role": "user", "content": "Summary of the earlier work: " + prose[: max(target - 64, 0)]}
     return [full[0], summary, *suffix]

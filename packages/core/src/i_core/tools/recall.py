@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from i_protocol.history import utf8_len
 from i_protocol.jsonsafe import dumps_printable, map_strings
 
 from ..errors import ToolError
@@ -237,9 +238,8 @@ def _fitting(text: str, start: int, room: int) -> int:
     return len(data[:room].decode("utf-8", "ignore"))
 
 
-def _size(text: str) -> int:
-    """UTF-8 bytes of ``text``, measured as the core's tool-output budget measures them."""
-    return len(text.encode("utf-8", "surrogatepass"))
+_size = utf8_len
+"""UTF-8 bytes of a text, measured as the core's tool-output budget measures them."""
 
 
 def _masked(value: Any) -> tuple[Any, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from i_protocol import Request, WorkerError
+from i_protocol.history import utf8_len
 
 from .. import diagnostics as diag
 from ..allowance import LOCAL_FLOOR, PREVIOUS_SUMMARY_MAX, record_room
@@ -126,7 +127,7 @@ def _checked(
         section = summary_check.carried_forward(missing)
         body = f"{body}\n\n{section}"
         # What the section now says need not be said twice within the room: the record gives way.
-        record_block = render(ledger, max(LOCAL_FLOOR, room - len(section.encode("utf-8", "surrogatepass")) - 2))
+        record_block = render(ledger, max(LOCAL_FLOOR, room - utf8_len(section) - 2))
     counted = progress.get("missingCount")
     first_count = counted if first is not None and count(counted) else len(missing)
     record = {
@@ -138,7 +139,7 @@ def _checked(
         "repairedByModel": (first_count - len(missing)) if first is not None else 0,
         "carriedForward": len(missing),
     }
-    record["recordBytes"] = len(record_block.encode("utf-8", "surrogatepass"))
+    record["recordBytes"] = utf8_len(record_block)
     if sections:
         body = f"{body}\n\n{sections}"
     return canonical(f"{body}\n\n{record_block}"), record

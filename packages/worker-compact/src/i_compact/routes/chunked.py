@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from i_protocol import Request, WorkerError
+from i_protocol.summary import OLDER_CORE_MARGIN, Overhead
 
 from .. import diagnostics as diag
 from ..errors import CompactError
@@ -17,12 +18,19 @@ _KEEP_LABEL = "(kept after compaction)]"
 
 
 def chunked(
-    state: CompactState, request: Request, base_prompt: str, prompt: str, messages: list[dict[str, Any]]
+    state: CompactState,
+    request: Request,
+    base_prompt: str,
+    prompt: str,
+    messages: list[dict[str, Any]],
+    overhead: Overhead = OLDER_CORE_MARGIN,
 ) -> Any:
-    """The transcript split for several summary requests, or None when one request holds it all."""
+    """The transcript split for several summary requests, or None when one request holds it all;
+    each request holds ``overhead`` of the core's wrapper (``before_compact``'s
+    ``summary_request_overhead``)."""
     from .. import chunks
 
-    budget = chunks.request_budget(state.request)
+    budget = chunks.request_budget(state.request, overhead)
     if budget is None:
         return None  # no capacity known (an old budget worker): one request, as before
     first_tokens, first = chunks.transcript_limit(budget, prompt, summary_so_far=False)
@@ -44,6 +52,7 @@ def chunked(
         "limitBytes": {"first": first, "later": later},
         "unit": "estimated tokens (provisional rate)" if budget.provisional else "bytes",
         "tokensPerByte": budget.tokens_per_byte,
+        "wrapper": budget.wrapper,
         "chunks": len(result.chunks),
         "bytes": result.sizes,
         "shortenedMessages": result.shortened,

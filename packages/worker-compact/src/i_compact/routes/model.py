@@ -48,9 +48,11 @@ def model_route(
     if config.cache and _cached(out, state, request, prompt, prepared, summary_images):
         return out
     retained_images = scrub_value(prepared.retained_images)
+    from i_protocol.summary import read_overhead
+
     from .chunked import chunk_route, chunked
 
-    split = chunked(state, request, base_prompt, prompt, prepared.messages)
+    split = chunked(state, request, base_prompt, prompt, prepared.messages, read_overhead(out))
     if split is not None and len(split.chunks) > 1:
         return chunk_route(out, state, base_prompt, split, summary_images, retained_images, images)
     out.pop("chunks", None)
