@@ -45,6 +45,7 @@ def installed(script: str) -> pytest.MarkDecorator:
         pytest.param("budget", marks=installed("i-budget")),
         pytest.param("cache", marks=installed("i-cache")),
         pytest.param("memory", marks=installed("i-memory")),
+        pytest.param("checkpoint", marks=installed("i-checkpoint")),
         pytest.param("web", marks=installed("i-web")),
         "approval",
         "prompts",
@@ -71,6 +72,14 @@ def test_a_broken_compactor_fails_the_check_that_names_it(dirs, mode, check, rea
     assert not passed and reason in detail, detail
     if mode != "banner":  # a banner breaks every call; the others keep the wire contract
         assert all(results[name][0] for name, _ in FRAMING)
+
+
+def test_a_worker_without_undo_fails_the_checkpoint_contract(dirs):
+    results = outcome("checkpoint", [*CORE, "--runtime", "worker", "approval"])
+    passed, detail = results["hello: turn_context and undo"]
+    assert not passed and "does not declare turn_context, undo" in detail, detail
+    assert not results["undo: round trip"][0]
+    assert all(results[name][0] for name, _ in FRAMING)
 
 
 @installed("i-compact")

@@ -705,7 +705,7 @@ def _console(agent: object, screen: Screen, reader: _LineQueue, meter: _UsageMet
         import readline
     except ImportError:
         readline = None  # type: ignore[assignment]
-    screen.note("i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /exit")
+    screen.note("i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /undo [N], /exit")
     prefill = ""
     armed = False  # the last thing was a Ctrl-C: one more at the prompt exits
     while True:
@@ -738,6 +738,18 @@ def _console(agent: object, screen: Screen, reader: _LineQueue, meter: _UsageMet
             continue
         if text in ("/exit", "/quit"):
             return
+        if text == "/undo" or text.startswith("/undo "):
+            from .undo import undo_command
+
+            def yes(question: str) -> bool:
+                screen.note(f"[i] {question} [y/N]: ", end="")
+                return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+            try:
+                undo_command(agent, text[5:].strip(), screen.note, yes)
+            except CoreError as exc:
+                screen.failure(f"i: {exc}")
+            continue
         if text == "/compact":
             try:
                 screen.note(describe(agent.compact(agent.history, force=True)))

@@ -56,6 +56,7 @@ CORE_EXTENSIONS = (
     "tool_output_budget",
     "tools_list",
     "turn_context",
+    "undo",
 )
 """The extensions this core understands, named in the ``hello`` it sends."""
 

@@ -67,6 +67,10 @@ class ToolPipeline:
     budget: Budget
     yolo: bool = False
     progress: Callable[[str], None] = lambda _message: None
+    notice: Callable[[str], None] = lambda _message: None
+    """A line a hook asked to show the user before a call runs (``before_tool``'s ``notice``)."""
+    turn: dict[str, Any] = field(default_factory=dict)
+    """``{"session", "turn"}`` of the calls being run: what a worker that declared ``turn_context`` gets."""
     counts: ToolCallCounts = field(default_factory=ToolCallCounts)
     """The run's tool calls, asked / run / refused (for the run's summary)."""
 
@@ -128,7 +132,10 @@ class ToolPipeline:
         from .tools import BUILTIN_NAMES, FREE_TOOLS, execute, prepare
 
         name, raw = call["function"]["name"], call["function"]["arguments"]
-        name, raw = self.hooks.checked("before_tool", {"name": name, "arguments": raw, "id": call["id"]})
+        sent = {"name": name, "arguments": raw, "id": call["id"]}
+        (name, raw), notices = self.hooks.checked_with("before_tool", sent, "turn_context", self.turn)
+        for line in notices:
+            self.notice(line)
         try:
             arguments = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError as exc:
@@ -158,7 +165,7 @@ class ToolPipeline:
     def _after(self, call: dict[str, Any], name: str, result: CallResult) -> CallResult:
         sent = {"name": name, "id": call["id"], "output": result.output, "images": result.images}
         try:
-            changed = self.hooks.checked("after_tool", {**sent, "is_error": result.is_error})
+            changed, _ = self.hooks.checked_with("after_tool", {**sent, "is_error": result.is_error}, "turn_context", self.turn)
         except HookResultError as exc:
             return _error(str(exc))
         return CallResult(changed.output, changed.images, result.is_error)

@@ -33,6 +33,7 @@ class SessionStore:
         self.folder = state_dir / "checkpoints" / session
         self.objects = Objects(self.folder / "objects")
         self._size: int | None = None
+        self._cache: dict[str, Any] | None = None
 
     def _turn_path(self, turn: int) -> Path:
         return self.folder / "turns" / f"{turn}.json"
@@ -57,15 +58,19 @@ class SessionStore:
         return sorted(int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit())
 
     def cache(self) -> dict[str, Any]:
-        """The last snapshot's stat cache (empty when none or unreadable: it is derived data)."""
-        try:
-            found = orjson.loads((self.folder / "tree.json").read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return {}
-        return found if isinstance(found, dict) else {}
+        """The last snapshot's stat cache (read once per process; empty when none or unreadable: it is
+        derived data, and an entry whose object is gone is read again)."""
+        if self._cache is None:
+            try:
+                found = orjson.loads((self.folder / "tree.json").read_bytes())
+            except (OSError, orjson.JSONDecodeError):
+                found = {}
+            self._cache = found if isinstance(found, dict) else {}
+        return self._cache
 
     def save_cache(self, cache: dict[str, Any]) -> None:
         """Keep the stat cache for the next snapshot."""
+        self._cache = cache
         self._write(self.folder / "tree.json", cache, durable=False)
 
     def size(self) -> int:

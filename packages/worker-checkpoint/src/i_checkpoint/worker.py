@@ -20,6 +20,17 @@ worker = Worker("checkpoint", __version__, dist_name="i-worker-checkpoint", exte
 _pending: dict[tuple[str, str], recorder.Pending] = {}
 """Per (session, call id): what ``before_tool`` kept for ``after_tool`` (one process serves one run)."""
 _pruned: set[str] = set()
+_stores: dict[tuple[str, str], SessionStore] = {}
+"""One store object per (state folder, session) for the process: its size and stat cache stay in memory."""
+
+
+def store_for(state_dir: Path, session: str) -> SessionStore:
+    """The session's store (kept for the process)."""
+    key = (str(state_dir), session)
+    found = _stores.get(key)
+    if found is None:
+        found = _stores[key] = SessionStore(state_dir, session)
+    return found
 
 
 def settings_for(request: Request) -> Settings:
@@ -46,7 +57,7 @@ def before_tool(data: dict[str, Any], request: Request) -> dict[str, Any]:
     if str(state_dir) not in _pruned:
         _pruned.add(str(state_dir))
         prune(state_dir, settings.keep_days, keep=where.session)
-    store = SessionStore(state_dir, where.session)
+    store = store_for(state_dir, where.session)
     pending, notice = recorder.before(name, arguments, _root(request), store, where.turn, settings)
     if pending is not None:
         _pending[(where.session, call)] = pending
@@ -73,5 +84,5 @@ def undo_event(data: dict[str, Any], request: Request) -> dict[str, Any]:
         sent = undo_request(data)
     except ProtocolError as exc:
         raise CheckpointError(str(exc)) from None
-    store = SessionStore(request.state_dir(), sent.session)
+    store = store_for(request.state_dir(), sent.session)
     return {**data, **undo(sent, _root(request), store).as_json()}

@@ -20,7 +20,7 @@ from i_protocol import CallError, Paths, paths_from_env
 
 from ..errors import ConfigError, CoreError
 from ..modules import MODULES
-from . import budget, bundled, cache, compact, framing, mcp, memory, web
+from . import budget, bundled, cache, checkpoint, compact, framing, mcp, memory, web
 from .probe import CheckFailed, Run, Site, Target
 
 Check = Callable[[Run], str]
@@ -30,6 +30,7 @@ _INVARIANTS: dict[str, tuple[tuple[str, Any], ...]] = {
     "compact": compact.CHECKS_OF_MODULE,
     "cache": cache.CHECKS_OF_MODULE,
     "memory": memory.CHECKS_OF_MODULE,
+    "checkpoint": checkpoint.CHECKS_OF_MODULE,
     "web": web.CHECKS_OF_MODULE,
     "mcp": mcp.CHECKS_OF_MODULE,
     **bundled.CHECKS_OF_MODULE,
