@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from i_protocol.host import WorkerProcess
 
 ECHO_WORKER = """
@@ -120,9 +121,11 @@ def main() -> int:
                 print(f"{name:<16}{statistics.median(values) * 1000:>12.2f}")
             config = base / "config_dir" / "checkpoint.json"
             config.parent.mkdir(parents=True, exist_ok=True)
-            config.write_text('{"max_files": %d}' % (args.files // 2))
+            config.write_text(f'{{"max_files": {args.files // 2}}}')
             over = [worker.pair("shell", {}, lambda: None, 100 + r) for r in range(5)]
-            print(f"{'shell (over)':<16}{statistics.median(over) * 1000:>12.2f}  (max_files {args.files // 2}: refused early)")
+            print(
+                f"{'shell (over)':<16}{statistics.median(over) * 1000:>12.2f}  (max_files {args.files // 2}: refused early)"
+            )
             store = base / "data_dir" / "workspaces" / WORKSPACE_ID / "checkpoints" / "bench"
             stored = sum(f.stat().st_size for f in store.rglob("*") if f.is_file())
             print(f"store: {stored / 1e6:.1f} MB for a {size / 1e6:.1f} MB tree")

@@ -162,7 +162,7 @@ def test_a_replacement_bound_through_bindings_json_is_used(i, write_config, plug
     log = tmp_path / "calls.log"
     wrapper = tmp_path / "my-checkpointer"
     real = Path(sys.executable).parent / "i-checkpoint"
-    wrapper.write_text(f"#!/bin/sh\necho started >> {log}\nexec {real} \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\necho started >> {log}\nexec {real} "$@"\n')
     os.chmod(wrapper, 0o755)
     (dirs["config"] / "bindings.json").write_bytes(orjson.dumps({"checkpoint": {"exec": [str(wrapper)]}}))
     steps = [{"tool_calls": [{"name": "write", "arguments": {"path": "n.txt", "content": "n"}}]}, {"text": "ok"}]

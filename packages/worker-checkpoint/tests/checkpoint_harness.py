@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from i_protocol.host import WorkerProcess
 
 EXE = Path(sys.executable).parent / "i-checkpoint"

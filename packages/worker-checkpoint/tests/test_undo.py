@@ -37,7 +37,9 @@ def test_a_turn_of_writes_and_a_shell_command_is_undone_exactly(env: Env, worker
     original = tree(p)
     env.tool(worker, 1, "write", {"path": "src/a.py", "content": "x"}, lambda: (p / "src/a.py").write_text("x"))
     env.tool(worker, 1, "edit", {"path": "b.txt"}, lambda: (p / "b.txt").write_text("B"))
-    env.tool(worker, 1, "write", {"path": "new/c.txt"}, lambda: ((p / "new").mkdir(), (p / "new/c.txt").write_text("c")))
+    env.tool(
+        worker, 1, "write", {"path": "new/c.txt"}, lambda: ((p / "new").mkdir(), (p / "new/c.txt").write_text("c"))
+    )
 
     def shell() -> None:
         (p / "created.txt").write_bytes(b"made")
@@ -126,9 +128,9 @@ def test_the_store_is_private_and_outside_the_project(env: Env, worker: WorkerPr
 
 
 def test_bad_undo_data_is_one_clear_error(env: Env, worker: WorkerProcess) -> None:
-    with pytest.raises(ErrorFrame, match="data.turn must be a positive integer"):
+    with pytest.raises(ErrorFrame, match=r"data\.turn must be a positive integer"):
         env.call(worker, "undo", {"session": SESSION, "turn": 0, "dry_run": True})
-    with pytest.raises(ErrorFrame, match="data.session"):
+    with pytest.raises(ErrorFrame, match=r"data\.session"):
         env.spawn().call("undo", {"session": "../x", "turn": 1}, context=env.context())
 
 

@@ -355,7 +355,9 @@ def _runtime_parser() -> argparse.ArgumentParser:
     )
     undo.add_argument("-C", default=".", metavar="PROJECT", help="the project folder (default: .)")
     undo.add_argument("--session", metavar="FILE|NAME", help="the session (default: the most recent one)")
-    undo.add_argument("--turn", type=int, metavar="N", help="the turn to undo, with every later one (default: the last)")
+    undo.add_argument(
+        "--turn", type=int, metavar="N", help="the turn to undo, with every later one (default: the last)"
+    )
     undo.add_argument("--dry-run", action="store_true", help="only show what would be restored")
     undo.add_argument("--yes", action="store_true", help="do not ask (a file changed since is still kept)")
     undo.set_defaults(func=cmd_undo)

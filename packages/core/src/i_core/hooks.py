@@ -94,7 +94,9 @@ class HookRunner:
             data = answer
         return result
 
-    def checked_with(self, event: str, data: dict[str, Any], extension: str, fields: dict[str, Any]) -> tuple[Any, list[str]]:
+    def checked_with(
+        self, event: str, data: dict[str, Any], extension: str, fields: dict[str, Any]
+    ) -> tuple[Any, list[str]]:
         """``checked``, where each hook that declared ``extension`` also gets ``fields`` (``before_tool`` /
         ``after_tool`` with ``turn_context``: session and turn) and may answer a ``notice`` line.
 

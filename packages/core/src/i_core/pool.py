@@ -203,7 +203,9 @@ class WorkerPool:
         except CallError as exc:
             if worker is not None:
                 self._evict(spec, worker)
-            raise WorkerFailure(f"hook failed on 'hello': worker {describe_worker(spec, module)} {exc.problem}") from exc
+            raise WorkerFailure(
+                f"hook failed on 'hello': worker {describe_worker(spec, module)} {exc.problem}"
+            ) from exc
 
     def _greet(self, spec: Exec, worker: HostedWorker, module: str | None) -> None:
         """The handshake at a process's first call: one round trip at most (none with a kept answer)."""

@@ -165,7 +165,9 @@ class ToolPipeline:
     def _after(self, call: dict[str, Any], name: str, result: CallResult) -> CallResult:
         sent = {"name": name, "id": call["id"], "output": result.output, "images": result.images}
         try:
-            changed, _ = self.hooks.checked_with("after_tool", {**sent, "is_error": result.is_error}, "turn_context", self.turn)
+            changed, _ = self.hooks.checked_with(
+                "after_tool", {**sent, "is_error": result.is_error}, "turn_context", self.turn
+            )
         except HookResultError as exc:
             return _error(str(exc))
         return CallResult(changed.output, changed.images, result.is_error)

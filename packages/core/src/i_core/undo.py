@@ -27,7 +27,7 @@ from .session import Session
 UNDONE = "undone"
 """The session meta key listing ``[first, last]`` turn ranges already undone."""
 NOT_SELECTED = (
-    "undo needs the checkpoint module, which is not selected: set \"profile\": \"checkpoint\" (or \"full\") "
+    'undo needs the checkpoint module, which is not selected: set "profile": "checkpoint" (or "full") '
     "in plugins.json and pipx install i-worker-checkpoint, or bind a replacement in bindings.json; "
     "nothing was changed"
 )
@@ -56,7 +56,10 @@ def undo_worker(hooks: HookRunner) -> HookEntry:
         raise UndoRefused(NOT_SELECTED)
     if not found:
         names = ", ".join(describe_worker(hook.exec, hook.module) for hook in subscribers)
-        raise UndoRefused(f"undo: no worker subscribed to it declared the 'undo' extension in hello ({names}); {NOT_SELECTED}")
+        raise UndoRefused(
+            f"undo: worker {names} did not declare the 'undo' extension in hello, so it cannot undo; "
+            "bind a checkpoint worker that does in bindings.json; nothing was changed"
+        )
     if len(found) > 1:
         names = ", ".join(describe_worker(hook.exec, hook.module) for hook in found)
         raise UndoRefused(f"undo: more than one worker declares it ({names}); select one checkpoint module")
@@ -77,7 +80,7 @@ def plan_undo(hooks: HookRunner, session: Session, history: list[dict[str, Any]]
     hook = undo_worker(hooks)
     session_id = session.meta.get(SESSION_ID)
     turns = marked_turns(history)
-    if not isinstance(session_id, str) or not turns and turn is None:
+    if not isinstance(session_id, str) or (not turns and turn is None):
         raise UndoRefused(f"{session.path}: nothing to undo: no turn of this session is in its history")
     if turn is None:
         turn = turns[-1]
@@ -93,7 +96,9 @@ def plan_undo(hooks: HookRunner, session: Session, history: list[dict[str, Any]]
             f"conversation cannot return to before it; undo refused, nothing changed (turns that can be "
             f"undone: {_ranges(turns) or 'none'})"
         )
-    answer = hooks.pool.call(hook.exec, UNDO_EVENT, UndoRequest(session_id, turn, True).as_json(), hooks.context, module=hook.module)
+    answer = hooks.pool.call(
+        hook.exec, UNDO_EVENT, UndoRequest(session_id, turn, True).as_json(), hooks.context, module=hook.module
+    )
     return UndoPlan(turn, index, _checked(answer, UndoRequest(session_id, turn, True), hook), hook)
 
 
@@ -121,9 +126,9 @@ def apply_undo(
 def undone(session: Session, turn: int) -> bool:
     """True when ``turn`` of ``session`` was undone already."""
     for item in session.meta.get(UNDONE, []):
-        if isinstance(item, list) and len(item) == 2 and all(isinstance(n, int) for n in item):
-            if item[0] <= turn <= item[1]:
-                return True
+        ok = isinstance(item, list) and len(item) == 2 and all(isinstance(n, int) for n in item)
+        if ok and item[0] <= turn <= item[1]:
+            return True
     return False
 
 
@@ -161,7 +166,9 @@ def _checked(answer: dict[str, Any], sent: UndoRequest, hook: HookEntry) -> Undo
     try:
         result: UndoAnswer = CHECKS[UNDO_EVENT](answer, sent.as_json())
     except HookResultError as exc:
-        raise UndoRefused(f"undo: worker {describe_worker(hook.exec, hook.module)} {exc}; nothing was changed here") from exc
+        raise UndoRefused(
+            f"undo: worker {describe_worker(hook.exec, hook.module)} {exc}; nothing was changed here"
+        ) from exc
     return result
 
 

@@ -89,7 +89,9 @@ def _before_shell(
     root: Path, store: SessionStore, record: dict[str, Any], settings: Settings
 ) -> tuple[Pending | None, str | None]:
     if not in_git_work_tree(root):
-        note = "shell: not undoable: the workspace is not in a git work tree, so what the command changes is not recorded"
+        note = (
+            "shell: not undoable: the workspace is not in a git work tree, so what the command changes is not recorded"
+        )
         _note(store, record, note)
         return None, note
     taken = snapshot(root, store.objects, store.cache(), settings.max_files, settings.max_bytes)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from i_protocol import atomic_write_bytes
 
 from .errors import CheckpointError

@@ -35,10 +35,7 @@ class Over:
 
 def in_git_work_tree(folder: Path) -> bool:
     """True when ``folder`` or a parent holds ``.git`` (a folder, or a file for worktrees/submodules)."""
-    for candidate in (folder, *folder.parents):
-        if os.path.lexists(candidate / ".git"):
-            return True
-    return False
+    return any(os.path.lexists(candidate / ".git") for candidate in (folder, *folder.parents))
 
 
 def _walk(root: Path, max_files: int, max_bytes: int) -> dict[str, tuple[os.stat_result, Path]] | Over:

@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from i_protocol.checkpoint import UndoRequest
 
 from ..hook_results import CHECKS
@@ -25,7 +27,7 @@ def _workspace(run: Run) -> Path:
 
 def _write(probe: Probe, turn: int, call: str, path: Path, content: bytes) -> dict[str, Any]:
     """One recorded ``write`` of ``path``: before_tool, the write, after_tool; the before_tool answer."""
-    arguments = '{"path": "%s", "content": "x"}' % path.name
+    arguments = orjson.dumps({"path": path.name, "content": "x"}).decode()
     sent = {"name": "write", "arguments": arguments, "id": call, "session": _SESSION, "turn": turn}
     answer = probe.call("before_tool", sent)
     CHECKS["before_tool"](answer, sent)
