@@ -26,7 +26,7 @@ changed since the turn: kept as it is) or ``refused`` (with ``reason``). A file 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import ProtocolError
 
@@ -54,9 +54,9 @@ class TurnContext:
 def turn_context(data: dict[str, Any]) -> TurnContext | None:
     """The ``session`` / ``turn`` of a tool event's data; None when the host sent none (or bad ones)."""
     session, turn = data.get("session"), data.get("turn")
-    if not _session_ok(session) or not _turn_ok(turn):
-        return None
-    return TurnContext(session, turn)
+    if _session_ok(session) and _turn_ok(turn):
+        return TurnContext(session, turn)
+    return None
 
 
 @dataclass(frozen=True)
@@ -177,10 +177,11 @@ def _undo_file(item: Any, index: int) -> UndoFile:
             raise ProtocolError(f"answered undo with {where}.{name} that is no file state")
         states.append(state)
     reason = item.get("reason", "")
-    return UndoFile(item["path"], status, *states, reason=reason if isinstance(reason, str) else "")
+    before, after, current = states
+    return UndoFile(item["path"], status, before, after, current, reason if isinstance(reason, str) else "")
 
 
-def _session_ok(value: Any) -> bool:
+def _session_ok(value: Any) -> TypeGuard[str]:
     return (
         isinstance(value, str)
         and 0 < len(value) <= 128
@@ -189,7 +190,7 @@ def _session_ok(value: Any) -> bool:
     )
 
 
-def _turn_ok(value: Any) -> bool:
+def _turn_ok(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
