@@ -68,6 +68,7 @@ def make_tree(root: Path, files: int, kib: int) -> int:
 class Caller:
     def __init__(self, worker: WorkerProcess, context: dict[str, Any]) -> None:
         self.worker, self.context, self.calls = worker, context, 0
+        self.notice: str | None = None
 
     def pair(self, name: str, arguments: dict[str, Any], effect: Any, turn: int) -> float:
         """Seconds of before_tool + after_tool (the tool's own effect not counted)."""
@@ -75,7 +76,7 @@ class Caller:
         data = {"name": name, "arguments": orjson.dumps(arguments).decode(), "id": f"c{self.calls}"}
         data.update(session="bench", turn=turn)
         started = time.perf_counter()
-        self.worker.call("before_tool", data, context=self.context, timeout=120)
+        self.notice = self.worker.call("before_tool", data, context=self.context, timeout=120).get("notice")
         spent = time.perf_counter() - started
         effect()
         started = time.perf_counter()
@@ -105,7 +106,11 @@ def main() -> int:
         worker = Caller(WorkerProcess.spawn([find_exe("i-checkpoint")], env=env, cwd=temp), context)
         target = project / "src" / "d0001" / "f000101.txt"
         try:
-            first = worker.pair("shell", {"command": "true"}, lambda: None, 1)
+            first, calls = [worker.pair("shell", {"command": "true"}, lambda: None, 1)], 1
+            while worker.notice is not None and calls < 20:  # stopped at max_seconds: the next goes on
+                print(f"call {calls}: {worker.notice}")
+                first.append(worker.pair("shell", {"command": "true"}, lambda: None, 1))
+                calls += 1
             rows: dict[str, list[float]] = {"echo pair": [], "shell (warm)": [], "write": []}
             for turn in range(2, args.rounds + 2):
                 rows["echo pair"].append(echo.pair("shell", {}, lambda: None, turn))
@@ -116,7 +121,8 @@ def main() -> int:
                 rows["shell (warm)"].append(worker.pair("shell", {"command": "x"}, touch, turn))
                 rows["write"].append(worker.pair("write", {"path": str(target)}, touch, turn))
             print(f"{'call':<16}{'median ms':>12}")
-            print(f"{'shell (first)':<16}{first * 1000:>12.1f}")
+            for n, seconds in enumerate(first, 1):
+                print(f"{f'shell (first {n})':<16}{seconds * 1000:>12.1f}")
             for name, values in rows.items():
                 print(f"{name:<16}{statistics.median(values) * 1000:>12.2f}")
             config = base / "config_dir" / "checkpoint.json"

@@ -82,7 +82,7 @@ def test_undo_cuts_the_conversation_before_the_turn_and_refuses_it_twice(run_i, 
     done = run_i("--runtime", "undo", "-C", str(project), "--session", "s", "--turn", "2", "--yes")
     assert done.returncode == 0, done.stderr
     doc = loads_safe((project / ".i" / "sessions" / "s.json").read_bytes())
-    assert [m.get("content") for m in doc["messages"][1:]][0] == "first" and len(doc["messages"]) == 5
+    assert doc["messages"][1]["content"] == "first" and len(doc["messages"]) == 5
     assert doc["meta"]["undone"] == [[2, 2]]
     undos = [entry["data"] for entry in _log(log) if entry["event"] == "undo"]
     assert [(u["turn"], u["dry_run"]) for u in undos] == [(2, True), (2, True), (2, True), (2, False)]

@@ -112,6 +112,25 @@ def test_a_tree_over_the_bound_is_said_not_undoable_before_the_command_runs(env:
     assert p.exists()
 
 
+def test_a_snapshot_out_of_time_is_said_before_the_command_and_the_next_goes_on(
+    env: Env, worker: WorkerProcess
+) -> None:
+    p = _project(env)
+    env.write_config({"max_seconds": 0})
+    notice = env.tool(worker, 1, "shell", {"command": "x"}, lambda: None)
+    assert notice is not None and "took over 0 s" in notice
+    env.write_config({})
+    assert env.tool(worker, 2, "shell", {"command": "y"}, lambda: (p / "b.txt").write_text("changed")) is None
+    env.undo(worker, 2, dry_run=False)
+    assert (p / "b.txt").read_bytes() == b"bee\n"
+
+
+def test_bad_settings_are_one_clear_error(env: Env, worker: WorkerProcess) -> None:
+    env.write_config({"max_files": "many"})
+    with pytest.raises(ErrorFrame, match="max_files"):
+        env.tool(worker, 1, "shell", {"command": "x"}, lambda: None)
+
+
 def test_a_write_outside_the_workspace_is_said_not_undoable(env: Env, worker: WorkerProcess) -> None:
     notice = env.tool(worker, 1, "write", {"path": str(env.root / "elsewhere.txt")}, lambda: None)
     assert notice is not None and "outside the workspace" in notice

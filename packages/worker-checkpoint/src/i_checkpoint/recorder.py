@@ -94,9 +94,11 @@ def _before_shell(
         )
         _note(store, record, note)
         return None, note
-    taken = snapshot(root, store.objects, store.cache(), settings.max_files, settings.max_bytes)
+    cache = store.cache()
+    taken = snapshot(root, store.objects, cache, settings.max_files, settings.max_bytes, settings.max_seconds)
     if isinstance(taken, Over):
-        note = f"shell: not undoable: {taken.reason}, over the snapshot bound"
+        store.save_cache(cache)  # what a stopped snapshot read is kept for the next one
+        note = f"shell: not undoable: {taken.reason}"
         _note(store, record, note)
         return None, note
     states, cache = taken
@@ -113,7 +115,10 @@ def after(pending: Pending, settings: Settings) -> None:
     if pending.tree is None:
         changed = {rel: (old, state_of(pending.root / rel)) for rel, old in pending.files.items()}
     else:
-        taken = snapshot(pending.root, store.objects, store.cache(), settings.max_files, settings.max_bytes)
+        cache = store.cache()
+        taken = snapshot(
+            pending.root, store.objects, cache, settings.max_files, settings.max_bytes, settings.max_seconds
+        )
         if isinstance(taken, Over):
             _note(store, record, f"shell: not undoable: after the command, {taken.reason}")
             return

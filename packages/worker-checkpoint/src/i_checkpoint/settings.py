@@ -23,6 +23,8 @@ class Settings:
     max_mib: int = 512
     max_store_mib: int = 1024
     keep_days: int = 14
+    max_seconds: int = 8
+    """How long one snapshot may read files (the host's deadline per call is 15 s)."""
 
     @property
     def max_bytes(self) -> int:
@@ -35,7 +37,13 @@ class Settings:
         return self.max_store_mib * MIB
 
 
-_CEILINGS = {"max_files": 1_000_000, "max_mib": 64 * 1024, "max_store_mib": 256 * 1024, "keep_days": 3650}
+_CEILINGS = {
+    "max_files": 1_000_000,
+    "max_mib": 64 * 1024,
+    "max_store_mib": 256 * 1024,
+    "keep_days": 3650,
+    "max_seconds": 12,
+}
 
 
 def parse_settings(data: dict[str, Any], source: str = "checkpoint.json") -> Settings:
@@ -44,7 +52,9 @@ def parse_settings(data: dict[str, Any], source: str = "checkpoint.json") -> Set
         reject_unknown(data, tuple(_CEILINGS), file=source)
         defaults = Settings()
         values = {
-            name: optional_int(data, name, getattr(defaults, name), file=source, minimum=1, maximum=ceiling)
+            name: optional_int(
+                data, name, getattr(defaults, name), file=source, minimum=int(name != "max_seconds"), maximum=ceiling
+            )
             for name, ceiling in _CEILINGS.items()
         }
     except SettingsError as exc:

@@ -78,7 +78,7 @@ def state_of(path: Path, objects: Objects | None = None) -> dict[str, Any]:
     return state_from(path, info, objects)
 
 
-def state_from(path: Path, info: os.stat_result, objects: Objects | None) -> dict[str, Any]:
+def state_from(path: str | Path, info: os.stat_result, objects: Objects | None) -> dict[str, Any]:
     """The state of ``path`` whose ``lstat`` is ``info``."""
     if stat.S_ISLNK(info.st_mode):
         return {"kind": "symlink", "target": os.readlink(path)}
@@ -86,7 +86,8 @@ def state_from(path: Path, info: os.stat_result, objects: Objects | None) -> dic
         return {"kind": "dir", "mode": stat.S_IMODE(info.st_mode)}
     if not stat.S_ISREG(info.st_mode):
         return {"kind": "absent", "special": True}  # a fifo or socket: never recorded nor restored
-    data = path.read_bytes()
+    with open(path, "rb") as handle:
+        data = handle.read()
     digest = objects.keep(data) if objects is not None else hashlib.sha256(data).hexdigest()
     return {"kind": "file", "sha256": digest, "mode": stat.S_IMODE(info.st_mode)}
 
