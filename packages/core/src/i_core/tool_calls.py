@@ -132,10 +132,7 @@ class ToolPipeline:
         from .tools import BUILTIN_NAMES, FREE_TOOLS, execute, prepare
 
         name, raw = call["function"]["name"], call["function"]["arguments"]
-        sent = {"name": name, "arguments": raw, "id": call["id"]}
-        (name, raw), notices = self.hooks.checked_with("before_tool", sent, "turn_context", self.turn)
-        for line in notices:
-            self.notice(line)
+        name, raw = self._tool_hook("before_tool", {"name": name, "arguments": raw, "id": call["id"]})
         try:
             arguments = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError as exc:
@@ -162,12 +159,20 @@ class ToolPipeline:
         answer = self.hooks.tool(name, arguments)  # its images are checked (image parts only) by run_batch
         return name, CallResult(answer.output, answer.images, answer.is_error)
 
+    def _tool_hook(self, event: str, data: dict[str, Any]) -> Any:
+        """``before_tool`` / ``after_tool``: with the turn's session and turn for ``turn_context``
+        workers when a turn is running (each ``notice`` shown to the user at once)."""
+        if not self.turn:
+            return self.hooks.checked(event, data)
+        result, notices = self.hooks.checked_with(event, data, "turn_context", self.turn)
+        for line in notices:
+            self.notice(line)
+        return result
+
     def _after(self, call: dict[str, Any], name: str, result: CallResult) -> CallResult:
         sent = {"name": name, "id": call["id"], "output": result.output, "images": result.images}
         try:
-            changed, _ = self.hooks.checked_with(
-                "after_tool", {**sent, "is_error": result.is_error}, "turn_context", self.turn
-            )
+            changed = self._tool_hook("after_tool", {**sent, "is_error": result.is_error})
         except HookResultError as exc:
             return _error(str(exc))
         return CallResult(changed.output, changed.images, result.is_error)
