@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from i_checkpoint import errors
+
 from i_protocol import WorkerError
 from i_protocol.testing import error_module_problems
 
