@@ -179,3 +179,60 @@ def test_the_check_command_covers_the_checkpoint_contract(i):
     run = i("--runtime", "check", "checkpoint")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "undo: round trip" in run.stdout and "hello: turn_context and undo" in run.stdout
+
+
+def test_undo_in_the_console_on_a_pseudo_terminal(write_config, plugins, project, dirs, env):
+    import pty
+    import select
+    import time
+
+    from i_protocol.testing import scaled
+
+    plugins("checkpoint")
+    _git_project(project)
+    steps = [{"tool_calls": [{"name": "write", "arguments": {"path": "a.py", "content": "changed\n"}}]}, {"text": "ok"}]
+    with ScriptedModel(steps) as model:
+        write_config(model.base_url)
+        argv = [
+            str(Path(sys.executable).parent / "i"),
+            "-C",
+            str(project),
+            "--yolo",
+            "--no-logo",
+            "--session-name",
+            "u",
+        ]
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the real console on the pseudo-terminal
+            os.execve(argv[0], argv, env)
+        seen = b""
+
+        def until(text: bytes, seconds: float = 30) -> None:
+            nonlocal seen
+            end = time.monotonic() + scaled(seconds)
+            while text not in seen and time.monotonic() < end:
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if ready:
+                    try:
+                        seen += os.read(fd, 65536)
+                    except OSError:
+                        return
+            assert text in seen, seen.decode(errors="replace")[-2000:]
+
+        try:
+            until(b"> ")
+            os.write(fd, b"change a\r")
+            until(b"compactions")
+            assert (project / "a.py").read_text() == "changed\n"
+            os.write(fd, b"/undo\r")
+            until(b"[y/N]: ")
+            assert b"restore  a.py" in seen and (project / "a.py").read_text() == "changed\n"
+            os.write(fd, b"y\r")
+            until(b"returned to before turn 1")
+            assert (project / "a.py").read_text() == "# a.py\n"
+            os.write(fd, b"/exit\r")
+            until(b"session:")
+        finally:
+            os.close(fd)
+            os.waitpid(pid, 0)
+    assert [m["role"] for m in _session(project)["messages"]] == ["system"]
