@@ -24,6 +24,7 @@ SCRIPTS = {
     "i-memory": ("worker-memory", "i_memory", "i-worker-memory"),
     "i-web": ("worker-web", "i_web", "i-worker-web"),
     "i-mcp": ("worker-mcp", "i_mcp", "i-worker-mcp"),
+    "i-checkpoint": ("worker-checkpoint", "i_checkpoint", "i-worker-checkpoint"),
 }
 
 

@@ -34,10 +34,10 @@ LAZY_ELSEWHERE = {
     "__main__.py": 3,  # the i-protocol check first; a bundled worker before anything else
     "bundled/__init__.py": 9,  # only the bundled worker that is asked for
     "command_parts.py": 2,  # tree-sitter, only when a shell command must be judged against a rule
-    "compaction.py": 3,  # (in flux: the summary request's contract moves to i_protocol, issue 36 move 2)
+    "compaction.py": 2,  # (in flux: the summary request's contract moves to i_protocol, issue 36 move 2)
     "config.py": 1,  # the credential-name rule: validating config.json compiles no pattern
     "errors.py": 2,  # describes a failure even when i-protocol cannot be imported
-    "hook_results.py": 4,  # (in flux: its checks become i_protocol.events, issue 36 move 1)
+    "hook_results.py": 5,  # (in flux: its checks become i_protocol.events, issue 36 move 1)
     "initialise.py": 1,  # httpx, for `i --runtime init` asking the server its context size
     "preflight.py": 6,  # standard library only until the installed i-protocol is known to fit
     "redaction.py": 1,  # the secret table compiles on the first failure, not at every start

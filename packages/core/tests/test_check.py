@@ -45,6 +45,7 @@ def installed(script: str) -> pytest.MarkDecorator:
         pytest.param("budget", marks=installed("i-budget")),
         pytest.param("cache", marks=installed("i-cache")),
         pytest.param("memory", marks=installed("i-memory")),
+        pytest.param("checkpoint", marks=installed("i-checkpoint")),
         pytest.param("web", marks=installed("i-web")),
         "approval",
         "prompts",
@@ -105,6 +106,14 @@ def test_a_policy_of_its_own_passes_without_the_rules_but_a_project_file_never_a
     )
     passed, detail = outcome("approval", [sys.executable, str(trusting)])["approval rules: a project file never allows"]
     assert not passed and "a project file's allow rule allowed" in detail
+
+
+def test_a_worker_without_undo_fails_the_checkpoint_contract(dirs):
+    results = outcome("checkpoint", [*CORE, "--runtime", "worker", "approval"])
+    passed, detail = results["hello: turn_context and undo"]
+    assert not passed and "does not declare turn_context, undo" in detail, detail
+    assert not results["undo: round trip"][0]
+    assert all(results[name][0] for name, _ in FRAMING)
 
 
 @installed("i-compact")

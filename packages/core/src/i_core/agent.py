@@ -8,6 +8,7 @@ answer), so a failed turn leaves the last complete checkpoint on disk.
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +94,12 @@ PLAN_NOTE = (
 ACT_NOTE = (
     "[plan mode is over: carry out the plan; write, edit and shell are available again, with the user's approval.]"
 )
+SESSION_ID = "id"
+"""The session meta key of the session's id (what ``turn_context`` workers and ``undo`` key by)."""
+TURN_COUNTER = "turn"
+"""The session meta key of the last turn's number."""
+TURN_MARK = "_turn"
+"""The field of the user message that opened a turn: its number (``undo`` rolls back to before it)."""
 
 INTERRUPTED = "interrupted"
 """The session meta key that says the last checkpoint holds part of a turn the user cancelled."""
@@ -151,6 +158,7 @@ class Agent:
             self.budget,
             yolo=options.yolo,
             progress=options.progress,
+            notice=options.notice,
             counts=self.stats.tools,
         )
 
@@ -203,6 +211,7 @@ class Agent:
     def start(self) -> None:
         """Load the session (``session_load``) or start it with the system prompt (``system_prompt``)."""
         self.history = self.checkpoints.load()
+        self.session.meta.setdefault(SESSION_ID, uuid.uuid4().hex)
         if self.history:
             self.budget.usable_anchor(self.history, self.tool_schemas)  # a poisoned anchor is repaired at load
 
@@ -221,13 +230,15 @@ class Agent:
         the last checkpoint holds part of a turn the user cancelled.
         """
         content: Any = text
+        turn = self._next_turn()
         if text is not None:
             content = self.hooks.checked("user_input", {"content": text})
             lead = [*interruption_note(self.session.meta.pop(INTERRUPTED, None)), *self._take_mode_note(), *attached]
             if lead:
                 words = content if isinstance(content, list) else [{"type": "text", "text": content}]
                 content = [*lead, *words]
-        working = [*self.history, {"role": "user", "content": content}] if text is not None else list(self.history)
+        asked = {"role": "user", "content": content, TURN_MARK: turn}
+        working = [*self.history, asked] if text is not None else list(self.history)
         self.stats.turns += 1
         ran: list[str] = []  # the tools of this turn's checkpointed batches
         try:
@@ -236,6 +247,16 @@ class Agent:
             if ran:
                 self._record_interruption(ran)
             raise
+
+    def _next_turn(self) -> int:
+        """Number the turn that starts (``meta.turn``: never reused, not even after an undo) and tell
+        the tool pipeline, whose ``turn_context`` workers key their records by it."""
+        last = self.session.meta.get(TURN_COUNTER)
+        turn = (last if isinstance(last, int) and not isinstance(last, bool) and last > 0 else 0) + 1
+        self.session.meta[TURN_COUNTER] = turn
+        session = self.session.meta.setdefault(SESSION_ID, uuid.uuid4().hex)
+        self.tools.turn = {"session": session, "turn": turn}
+        return turn
 
     def _record_interruption(self, ran: list[str]) -> None:
         """After Ctrl-C, when the last checkpoint holds part of the cancelled turn: say so in the

@@ -434,6 +434,58 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0 if outcome.committed else 1
 
 
+def cmd_undo(args: argparse.Namespace) -> int:
+    """Undo a turn of a saved session: show what will be restored, ask, restore, cut the conversation."""
+    from i_protocol.workspace import workspace_state_dir
+
+    from .checkpoints import Checkpoints
+    from .runtime import Runtime
+    from .session import latest_session, open_session, session_path_for_name
+    from .undo import apply_undo, describe, plan_undo
+
+    paths = paths_from_env()
+    with Runtime(args.C, paths=paths) as runtime:
+        if args.session is None:
+            state_dir = workspace_state_dir(runtime.workspace_id, paths.data_dir)
+            path = latest_session(runtime.workspace, runtime.workspace_id, state_dir)
+            if path is None:
+                raise ConfigError(f"no session of {runtime.workspace} to undo a turn of")
+        elif os.sep in args.session or args.session.endswith(".json"):
+            path = Path(args.session)
+        else:
+            path = session_path_for_name(runtime.workspace, args.session)
+        if not path.exists():
+            raise ConfigError(f"{path}: no such session")
+        session = open_session(path, runtime.workspace, runtime.workspace_id)
+        try:
+            checkpoints = Checkpoints(runtime.hooks, session, runtime.workspace)
+            history = checkpoints.load()
+            plan = plan_undo(runtime.hooks, session, history, args.turn)
+            for line in describe(plan.answer, done=False):
+                print(for_terminal(line))
+            if args.dry_run:
+                return 0
+            if not args.yes and not _confirmed(f"undo turn {plan.turn}?"):
+                print("i: nothing was changed", file=sys.stderr)
+                return 1
+            answer, _kept = apply_undo(runtime.hooks, checkpoints, history, plan)
+            for line in describe(answer, done=True):
+                print(for_terminal(line))
+        finally:
+            session.close()
+    return 0
+
+
+def _confirmed(question: str) -> bool:
+    """A yes from the terminal (no terminal: no)."""
+    if not sys.stdin.isatty():
+        print(f"i: {question} needs a yes: run it on a terminal, or add --yes", file=sys.stderr)
+        return False
+    sys.stderr.write(f"[i] {question} [y/N]: ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
 def cmd_sessions(args: argparse.Namespace) -> int:
     """List the project's sessions, the most recently saved first (what ``i --continue`` would take)."""
     import time

@@ -30,7 +30,7 @@ def agent_parser() -> argparse.ArgumentParser:
         prog="i",
         description="i: an agent runtime for the terminal.",
         epilog="Runtime commands: i --runtime "
-        "{init,manifest,paths,hook,compact,sessions,cache-report,check,versions,worker,logo} --help",
+        "{init,manifest,paths,hook,compact,undo,sessions,cache-report,check,versions,worker,logo} --help",
     )
     parser.add_argument("task", nargs="*", help="the task; without it, a console (TTY) or one request per stdin line")
     parser.add_argument("-C", dest="workspace", default=".", metavar="DIR", help="the project folder (default: .)")
@@ -99,6 +99,17 @@ def _runtime_parser() -> argparse.ArgumentParser:
     which.add_argument("--session", metavar="FILE")
     which.add_argument("--session-name", metavar="NAME")
     compact.set_defaults(func=app.cmd_compact)
+    undo = sub.add_parser(
+        "undo", help="undo a turn of a session: its files (checkpoint module) and the conversation after it"
+    )
+    undo.add_argument("-C", default=".", metavar="PROJECT", help="the project folder (default: .)")
+    undo.add_argument("--session", metavar="FILE|NAME", help="the session (default: the most recent one)")
+    undo.add_argument(
+        "--turn", type=int, metavar="N", help="the turn to undo, with every later one (default: the last)"
+    )
+    undo.add_argument("--dry-run", action="store_true", help="only show what would be restored")
+    undo.add_argument("--yes", action="store_true", help="do not ask (a file changed since is still kept)")
+    undo.set_defaults(func=app.cmd_undo)
     sessions = sub.add_parser(
         "sessions", help="list the project's sessions, most recent first (i --continue takes the first)"
     )

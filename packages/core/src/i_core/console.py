@@ -25,6 +25,7 @@ from .compaction import describe
 from .errors import CoreError
 from .interrupt import stop_interrupted
 from .screen import Screen, answer_turn, status_line
+from .undo import undo_command
 
 try:
     import readline
@@ -34,7 +35,9 @@ except ImportError:  # not on every platform: the prompt then has no line editin
 if TYPE_CHECKING:
     from .agent import Agent
 
-WELCOME = "i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /plan, /act, /exit"
+WELCOME = (
+    "i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /undo [N], /plan, /act, /exit"
+)
 
 
 def logo(screen: Screen) -> None:
@@ -142,6 +145,17 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
             continue
         if text in ("/exit", "/quit"):
             return
+        if text == "/undo" or text.startswith("/undo "):
+
+            def yes(question: str) -> bool:
+                screen.note(f"[i] {question} [y/N]: ", end="")
+                return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+            try:
+                undo_command(agent, text[5:].strip(), screen.note, yes)
+            except CoreError as exc:
+                screen.failure(f"i: {exc}")
+            continue
         if text in ("/plan", "/act"):
             agent.set_plan(text == "/plan")
             screen.note(

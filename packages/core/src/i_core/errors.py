@@ -5,6 +5,8 @@ Every class is defined here (other modules import them) and drawn once::
     * CoreError ............... 1   base; reaching the user as it is would be a bug
       + ConfigError ........... 3   a configuration file, manifest, profile or binding is invalid
       + SessionError .......... 3   a session file is unreadable, corrupt or of another workspace
+        - UndoRefused ......... 3   an undo cannot be done: no checkpoint module, no such turn, a
+                                    turn inside a compacted span, or one undone already
       + ModelError ............ 4   the model API failed or answered something unusable
         - ProviderError ....... 4   a request could not be built, or the answer has the wrong shape
         - TransportError ...... 4   the endpoint was unreachable or answered an HTTP error
@@ -58,6 +60,7 @@ __all__ = [
     "SessionError",
     "ToolError",
     "TransportError",
+    "UndoRefused",
     "WorkerFailure",
     "WorkerIncompatible",
     "blocking_file",
@@ -92,6 +95,10 @@ class SessionError(CoreError):
     """A session file is unreadable, corrupt or belongs to another workspace."""
 
     exit_code = EXIT_CONFIG
+
+
+class UndoRefused(SessionError):
+    """An undo cannot be done (no checkpoint module, no such turn, a compacted or undone turn)."""
 
 
 class ModelError(CoreError):

@@ -1,6 +1,7 @@
 """The lifecycle events of the hook contract (SPEC §3.4) and the built-in tool names.
 
 ``tools_list`` is sent once at start: a worker may announce tools it found at run time (MCP).
+``undo`` is sent only by ``i --runtime undo`` and the console's ``/undo``, to the checkpoint module.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ EVENTS: tuple[str, ...] = (
     "after_save",
     "finish",
     "tools_list",
+    "undo",
 )
 
 BUILTIN_TOOLS: tuple[str, ...] = ("read", "write", "edit", "glob", "search", "shell", "view_image", "recall")

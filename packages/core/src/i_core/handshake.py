@@ -60,6 +60,7 @@ CORE_EXTENSIONS = (
     "tool_output_budget",
     "tools_list",
     "turn_context",
+    "undo",
     # Registered from the i-protocol release after 0.2.4 on; named only where the installed one knows them.
     *(name for name in ("plan_mode", "sandbox") if name in EXTENSIONS),
 )

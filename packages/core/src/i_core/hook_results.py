@@ -325,6 +325,15 @@ def _after_tool(answer: dict[str, Any], sent: dict[str, Any]) -> ToolResult:
     return ToolResult(output, answer.get("images", sent.get("images")) or [])
 
 
+def _undo(answer: dict[str, Any], sent: dict[str, Any]) -> Any:
+    from i_protocol.checkpoint import undo_answer, undo_request
+
+    try:
+        return undo_answer(answer, undo_request(sent))
+    except ProtocolError as exc:
+        raise HookResultError(str(exc)) from exc
+
+
 def _context_budget(answer: dict[str, Any], sent: dict[str, Any]) -> BudgetCheck:
     try:
         verdict = BudgetVerdict.parse(answer)
@@ -437,5 +446,6 @@ CHECKS: Mapping[str, Checker] = {
     "after_save": _ignored,
     "finish": _ignored,
     "tools_list": _tools_list,
+    "undo": _undo,
 }
 """Every lifecycle event (``events.EVENTS``) and the ``tool`` call, with its checker."""

@@ -95,6 +95,37 @@ class HookRunner:
             data = answer
         return result
 
+    def checked_with(
+        self, event: str, data: dict[str, Any], extension: str, fields: dict[str, Any]
+    ) -> tuple[Any, list[str]]:
+        """``checked``, where each hook that declared ``extension`` also gets ``fields`` (``before_tool`` /
+        ``after_tool`` with ``turn_context``: session and turn) and may answer a ``notice`` line.
+
+        Returns (the event's typed result, the notices in hook order). ``fields`` and ``notice`` are
+        taken off each answer before the next hook and the check, so no other hook sees them.
+        """
+        check = CHECKS[event]
+        hooks = self.subscribers(event)
+        if not hooks:
+            return check(data, data), []
+        result, notices = None, []
+        for hook in hooks:
+            sent = data
+            if fields:
+                self.pool.greet(hook.exec, hook.module)
+                if self._declared_by(hook, extension):
+                    sent = {**data, **fields}
+            answer = self.pool.call(hook.exec, event, sent, self.context, module=hook.module)
+            if sent is not data and isinstance(answer, dict):
+                notice = answer.get("notice")
+                if isinstance(notice, str) and notice.strip():
+                    notices.append(notice.strip())
+                answer = {key: value for key, value in answer.items() if key not in fields and key != "notice"}
+            answer, dropped = undeclared(event, answer, partial(self._declared_by, hook))
+            result = _checked(check, answer, data, f"hook failed on {event!r}", hook, None, dropped)
+            data = answer
+        return result, notices
+
     def _declared_by(self, hook: HookEntry, extension: str) -> bool:
         handshakes = self.pool.handshakes
         return handshakes is not None and handshakes.declared(hook.exec, extension)

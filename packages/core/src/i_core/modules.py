@@ -90,6 +90,13 @@ MODULES: dict[str, ModuleSpec] = {
             script="i-compact",
         ),
         ModuleSpec("web", tools=_WEB_TOOLS, package="i-worker-web", script="i-web"),
+        # Per-turn file checkpoints: records around each tool call, answers `undo` (SPEC §3.4).
+        ModuleSpec(
+            "checkpoint",
+            events=("before_tool", "after_tool", "undo"),
+            package="i-worker-checkpoint",
+            script="i-checkpoint",
+        ),
         # Tools found at run time (tools_list), called through the same worker; only with servers to run.
         ModuleSpec("mcp", events=("tools_list",), package="i-worker-mcp", script="i-mcp", only_with="mcp.json"),
         # Cache preparation runs after the wire transform (responses, listed before it in a profile)
@@ -111,16 +118,32 @@ MODULES: dict[str, ModuleSpec] = {
     )
 }
 
-_FULL = ("approval", "prompts", "skills", "memory", "budget", "compact", "web", "mcp", "responses", "cache")
+_FULL = (
+    "approval",
+    "prompts",
+    "skills",
+    "memory",
+    "budget",
+    "compact",
+    "web",
+    "mcp",
+    "responses",
+    "cache",
+    "checkpoint",
+)
 
 PROFILES: dict[str, tuple[str, ...]] = {
     "full": _FULL,
-    "standard": tuple(name for name in _FULL if name != "responses"),
+    # Not checkpoint: a standard setup without i-worker-checkpoint installed must keep starting (a
+    # selected module that is missing is an error, never skipped), and a snapshot per shell call
+    # costs time in large work trees. Undo is opt-in: profile "checkpoint", or "full".
+    "standard": tuple(name for name in _FULL if name not in ("responses", "checkpoint")),
     "approval": ("approval",),
     "budget": ("budget",),
     "compact": ("budget", "compact"),
     "cache": ("cache",),
     "memory": ("memory",),
+    "checkpoint": ("checkpoint",),
     "search": (),  # glob and search are built-in tools: nothing extra to register
     "skills": ("skills",),
     "web": ("web",),

@@ -193,6 +193,20 @@ class WorkerPool:
                 what = "the model provider failed (no built-in adapter is used instead)"
             raise WorkerFailure(f"{what}: worker {describe_worker(spec, module)} {exc.problem}") from exc
 
+    def greet(self, spec: Exec, module: str | None = None) -> None:
+        """Start the worker of ``spec`` if needed and make sure it was asked ``hello`` (so what it
+        declared is known before the first call that depends on it); a failure is a ``WorkerFailure``."""
+        worker: HostedWorker | None = None
+        try:
+            worker = self._get(spec)
+            self._greet(spec, worker, module)
+        except CallError as exc:
+            if worker is not None:
+                self._evict(spec, worker)
+            raise WorkerFailure(
+                f"hook failed on 'hello': worker {describe_worker(spec, module)} {exc.problem}"
+            ) from exc
+
     def _greet(self, spec: Exec, worker: HostedWorker, module: str | None) -> None:
         """The handshake at a process's first call: one round trip at most (none with a kept answer)."""
         if self.handshakes is None:

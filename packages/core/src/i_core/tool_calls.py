@@ -70,6 +70,10 @@ class ToolPipeline:
     budget: Budget
     yolo: bool = False
     progress: Callable[[str], None] = lambda _message: None
+    notice: Callable[[str], None] = lambda _message: None
+    """A line a hook asked to show the user before a call runs (``before_tool``'s ``notice``)."""
+    turn: dict[str, Any] = field(default_factory=dict)
+    """``{"session", "turn"}`` of the calls being run: what a worker that declared ``turn_context`` gets."""
     counts: ToolCallCounts = field(default_factory=ToolCallCounts)
     """The run's tool calls, asked / run / refused (for the run's summary)."""
 
@@ -127,7 +131,7 @@ class ToolPipeline:
 
     def _run(self, call: dict[str, Any], output_bytes: int | None) -> tuple[str, CallResult]:
         name, raw = call["function"]["name"], call["function"]["arguments"]
-        name, raw = self.hooks.checked("before_tool", {"name": name, "arguments": raw, "id": call["id"]})
+        name, raw = self._tool_hook("before_tool", {"name": name, "arguments": raw, "id": call["id"]})
         try:
             arguments = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError as exc:
@@ -156,10 +160,20 @@ class ToolPipeline:
         answer = self.hooks.tool(name, arguments)  # its images are checked (image parts only) by run_batch
         return name, CallResult(answer.output, answer.images, answer.is_error)
 
+    def _tool_hook(self, event: str, data: dict[str, Any]) -> Any:
+        """``before_tool`` / ``after_tool``: with the turn's session and turn for ``turn_context``
+        workers when a turn is running (each ``notice`` shown to the user at once)."""
+        if not self.turn:
+            return self.hooks.checked(event, data)
+        result, notices = self.hooks.checked_with(event, data, "turn_context", self.turn)
+        for line in notices:
+            self.notice(line)
+        return result
+
     def _after(self, call: dict[str, Any], name: str, result: CallResult) -> CallResult:
         sent = {"name": name, "id": call["id"], "output": result.output, "images": result.images}
         try:
-            changed = self.hooks.checked("after_tool", {**sent, "is_error": result.is_error})
+            changed = self._tool_hook("after_tool", {**sent, "is_error": result.is_error})
         except HookResultError as exc:
             return _error(str(exc))
         return CallResult(changed.output, changed.images, result.is_error)

@@ -24,7 +24,7 @@ from ..manifest import resolve_cwd, resolve_exec
 from ..modules import MODULES
 from ..plugins import load_bindings
 from ..pool import worker_environment
-from . import budget, bundled, cache, compact, framing, mcp, memory, web
+from . import budget, bundled, cache, checkpoint, compact, framing, mcp, memory, web
 from .probe import CheckFailed, Run, Site, Target
 
 Check = Callable[[Run], str]
@@ -34,6 +34,7 @@ _INVARIANTS: dict[str, tuple[tuple[str, Any], ...]] = {
     "compact": compact.CHECKS_OF_MODULE,
     "cache": cache.CHECKS_OF_MODULE,
     "memory": memory.CHECKS_OF_MODULE,
+    "checkpoint": checkpoint.CHECKS_OF_MODULE,
     "web": web.CHECKS_OF_MODULE,
     "mcp": mcp.CHECKS_OF_MODULE,
     **bundled.CHECKS_OF_MODULE,
