@@ -190,9 +190,13 @@ class AfterToolRequest(TypedDict):
     is_error: bool
 
 
-class MessagesRequest(TypedDict):
+class SaveRequest(TypedDict):
     messages: list[Any]
-    path: NotRequired[str]
+    path: str
+
+
+class FinishRequest(TypedDict):
+    messages: list[Any]
 
 
 class ToolsListRequest(TypedDict):
@@ -228,9 +232,9 @@ REQUESTS: Mapping[str, type] = {
     "before_tool": BeforeToolRequest,
     "tool_approval": ToolApprovalRequest,
     "after_tool": AfterToolRequest,
-    "before_save": MessagesRequest,
-    "after_save": MessagesRequest,
-    "finish": MessagesRequest,
+    "before_save": SaveRequest,
+    "after_save": SaveRequest,
+    "finish": FinishRequest,
     "tools_list": ToolsListRequest,
     "hello": HelloRequest,
     "tool": ToolRequest,
@@ -326,7 +330,6 @@ class ToolSchema(TypedDict):
 
 class ToolsListAnswer(TypedDict, total=False):
     tools: list[ToolSchema]
-    problems: list[Json]
 
 
 class Nothing(TypedDict):

@@ -347,6 +347,15 @@ class Worker:
         except KeyboardInterrupt:
             return 130
 
+    def run(self, argv: Sequence[str] | None = None, *, version: Callable[[list[str]], bool] | None = None) -> NoReturn:
+        """A worker package's console script once its i-protocol check passed: ``version(argv)``
+        answers ``--version`` when given (the package's ``preflight.answer_version``), else ``main``;
+        then ``exit_fast`` with its code."""
+        args = list(sys.argv[1:] if argv is None else argv)
+        if version is not None and version(args):
+            exit_fast(0)
+        exit_fast(self.main(args))
+
     def _usage(self) -> str:
         return (
             f"usage: {self.dist_name} [--config FILE] [--version]"
