@@ -137,3 +137,21 @@ def test_requests_are_checked_against_their_types_and_optional_fields_may_be_abs
 def test_an_unknown_event_is_a_protocol_error():
     with pytest.raises(Exception, match="unknown event 'nope'"):
         parse_answer("nope", {})
+
+
+def test_the_budget_verdict_is_the_one_reader_of_a_budget_answer():
+    result = {"fits": False, "estimate": 900, "capacity": 800, "output_reserve": 100, "trigger": 600.5}
+    verdict = BudgetVerdict.find({"budget_result": {**result, "recommend_compact": True, "cut_estimates": [1]}})
+    assert verdict is not None and verdict.output_reserve == 100 and verdict.cut_estimates == [1]
+    assert verdict.trigger is None  # not a token count: unknown, never guessed
+    assert verdict.figures() == {
+        "fits": False,
+        "estimate": 900,
+        "comparable_estimate": None,
+        "trigger": None,
+        "capacity": 800,
+        "output_reserve": 100,
+        "recommend_compact": True,
+    }
+    assert BudgetVerdict.find({"budget_result": {"estimate": 1}}) is None
+    assert BudgetVerdict.find({"history": []}) is None

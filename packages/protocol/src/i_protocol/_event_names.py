@@ -34,6 +34,9 @@ PROTOCOL_EVENTS: tuple[str, ...] = ("hello", "tool", "provider_request")
 EVENTS: tuple[str, ...] = LIFECYCLE_EVENTS + PROTOCOL_EVENTS
 """Every event name a host of this i-protocol sends."""
 
+DECISIONS: tuple[str, ...] = ("allow", "ask", "deny")
+"""The answers of ``tool_approval``; anything else denies."""
+
 ANY_EVENT = "*"
 """``Worker.hook("*")``: the handler of every event without its own."""
 

@@ -23,11 +23,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict, Union, cast, get_args, get_origin, get_type_hints
 
-from ._event_names import ANY_EVENT, EVENTS, LIFECYCLE_EVENTS, PROTOCOL_EVENTS, is_event
+from ._event_names import ANY_EVENT, DECISIONS, EVENTS, LIFECYCLE_EVENTS, PROTOCOL_EVENTS, is_event
 from .errors import ProtocolError
 
-DECISIONS = ("allow", "ask", "deny")
-"""The answers of ``tool_approval``; anything else denies."""
 MAX_CHUNKS = 64
 """A ``before_compact`` that splits a prefix into more summary requests than this is refused."""
 

@@ -17,8 +17,6 @@ from ..__about__ import __version__
 
 worker = Worker("approval", __version__, dist_name="i-core approval")
 
-_DECISIONS = ("allow", "ask", "deny")
-
 
 def _policy(request: Request) -> tuple[str, frozenset[str]]:
     config = request.config()
@@ -35,10 +33,12 @@ def _policy(request: Request) -> tuple[str, frozenset[str]]:
 @worker.hook("tool_approval")
 def tool_approval(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Apply deny_tools, then the mode, to the decision the core proposes."""
+    from i_protocol.events import DECISIONS  # the event types: at the first request, not at start
+
     mode, deny = _policy(request)
     decision = data.get("decision", "ask")
-    if decision not in _DECISIONS:
-        raise WorkerError(f"tool_approval: decision must be one of {', '.join(_DECISIONS)}, got {decision!r}")
+    if decision not in DECISIONS:
+        raise WorkerError(f"tool_approval: decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
     if data.get("name") in deny:
         decision = "deny"
     elif mode == "auto" and decision == "ask":

@@ -95,6 +95,8 @@ def _require_queue() -> Path:
 @worker.hook("before_turn")
 def before_turn(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Append every pending queued input as a user message (after any earlier hook's append)."""
+    from i_protocol.events import to_json  # the event types: at the first request, not at start
+
     queue = _require_queue()
     done = read_acks(queue) | _ids_in(data.get("messages"))
     append = list(data.get("append") or [])
@@ -105,7 +107,7 @@ def before_turn(data: dict[str, Any], request: Request) -> dict[str, Any]:
             append.append({"role": "user", "content": entry["text"], "_steering": entry["id"]})
     if append:
         data["append"] = append
-    return data
+    return to_json("before_turn", data)
 
 
 @worker.hook("after_save")
