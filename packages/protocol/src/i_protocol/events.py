@@ -21,10 +21,26 @@ the host.
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, TypedDict, Union, cast, get_args, get_origin, get_type_hints
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    NotRequired,
+    TypedDict,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from ._event_names import ANY_EVENT, DECISIONS, EVENTS, LIFECYCLE_EVENTS, PROTOCOL_EVENTS, is_event
 from .errors import ProtocolError
+from .history import Message
+
+if TYPE_CHECKING:
+    from .budget import BudgetVerdict
+    from .handshake import Hello
 
 MAX_CHUNKS = 64
 """A ``before_compact`` that splits a prefix into more summary requests than this is refused."""
@@ -52,7 +68,7 @@ Json = dict[str, Any]
 
 
 class SessionLoadRequest(TypedDict):
-    messages: list[Any]
+    messages: list[Message]
     path: str
 
 
@@ -62,11 +78,11 @@ class SystemPromptRequest(TypedDict):
 
 
 class UserInputRequest(TypedDict):
-    content: str | list[Any]
+    content: str | list[object]
 
 
 class BeforeTurnRequest(TypedDict):
-    messages: list[Any]
+    messages: list[Message]
     workspace: NotRequired[str | None]
 
 
@@ -81,9 +97,9 @@ class ContextBudgetRequest(TypedDict):
     origin: NotRequired[str]
     budget: Json
     max_tokens: int | None
-    history: list[Any]
-    tools: list[Any]
-    pending_tool_calls: NotRequired[list[Any]]
+    history: list[Message]
+    tools: list[object]
+    pending_tool_calls: NotRequired[list[object]]
     compact: NotRequired[bool]
     usage: NotRequired[Json | None]
     cut: None
@@ -97,7 +113,7 @@ class PreviousAttempt(TypedDict):
 
 
 class CompactPlanRequest(TypedDict):
-    history: list[Any]
+    history: list[Message]
     cut: None
     budget_result: NotRequired[Json]
     force: NotRequired[bool]
@@ -106,7 +122,7 @@ class CompactPlanRequest(TypedDict):
 
 
 class BeforeCompactRequest(TypedDict):
-    messages: list[Any]
+    messages: list[Message]
     cut: int
     state: Json
     model: str
@@ -121,7 +137,7 @@ class AfterCompactRequest(TypedDict):
 
 
 class BeforeCompactCommitRequest(TypedDict):
-    messages: list[Any]
+    messages: list[Message]
     cut: int
 
 
@@ -184,21 +200,21 @@ class AfterToolRequest(TypedDict):
     name: str
     id: str
     output: str
-    images: list[Any]
+    images: list[object]
     is_error: bool
 
 
 class SaveRequest(TypedDict):
-    messages: list[Any]
+    messages: list[Message]
     path: str
 
 
 class FinishRequest(TypedDict):
-    messages: list[Any]
+    messages: list[Message]
 
 
 class ToolsListRequest(TypedDict):
-    tools: list[Any]
+    tools: list[object]
 
 
 class ToolRequest(TypedDict):
@@ -245,7 +261,7 @@ REQUESTS: Mapping[str, type] = {
 
 
 class MessagesAnswer(TypedDict, total=False):
-    messages: list[Any]
+    messages: list[Message]
 
 
 class SystemPromptAnswer(TypedDict):
@@ -253,7 +269,7 @@ class SystemPromptAnswer(TypedDict):
 
 
 class UserInputAnswer(TypedDict, total=False):
-    content: str | list[Any]
+    content: str | list[object]
 
 
 class BeforeTurnAnswer(TypedDict, total=False):
@@ -274,16 +290,16 @@ class CompactPlanAnswer(TypedDict, total=False):
 
 class SummaryRequestJson(TypedDict):
     prompt: str
-    messages: list[Any]
+    messages: list[Message]
 
 
 class BeforeCompactAnswer(TypedDict, total=False):
     summary: str
     prompt: str
-    messages: list[Any]
+    messages: list[Message]
     chunks: list[SummaryRequestJson]
-    summary_images: list[Any]
-    retained_images: list[Any]
+    summary_images: list[object]
+    retained_images: list[object]
     max_tokens: int
     state: Json
 
@@ -311,13 +327,13 @@ class ToolApprovalAnswer(TypedDict):
 
 class ToolAnswer(TypedDict):
     output: str
-    images: NotRequired[list[Any]]
+    images: NotRequired[list[object]]
     is_error: NotRequired[bool]
 
 
 class AfterToolAnswer(TypedDict, total=False):
     output: str
-    images: list[Any]
+    images: list[object]
 
 
 class ToolSchema(TypedDict):
@@ -469,17 +485,17 @@ def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
-def _history(event: str, answer: Json, sent: Json, key: str, check: str | None = None) -> list[Any]:
+def _history(event: str, answer: Json, sent: Json, key: str, check: str | None = None) -> list[Message]:
     from .history import HistoryError, validate_history
 
     messages = answer.get(key, sent.get(key))
     if messages is sent.get(key):
-        return cast("list[Any]", messages)  # the host's own history, valid already
+        return cast("list[Message]", messages)  # the host's own history, valid already
     try:
         validate_history(messages)
     except HistoryError as exc:
         raise EventError(event, key, f"returned an invalid history: {exc}", check=check) from exc
-    return cast("list[Any]", messages)
+    return cast("list[Message]", messages)
 
 
 def _state(answer: Json, sent: Json) -> Json:
@@ -503,15 +519,15 @@ def _observed(answer: Json, sent: Json) -> None:
     return None
 
 
-def _session_load(answer: Json, sent: Json) -> list[Any]:
+def _session_load(answer: Json, sent: Json) -> list[Message]:
     return _history("session_load", answer, sent, "messages")
 
 
-def _before_save(answer: Json, sent: Json) -> list[Any]:
+def _before_save(answer: Json, sent: Json) -> list[Message]:
     return _history("before_save", answer, sent, "messages")
 
 
-def _before_compact_commit(answer: Json, sent: Json) -> list[Any]:
+def _before_compact_commit(answer: Json, sent: Json) -> list[Message]:
     return _history("before_compact_commit", answer, sent, "messages", check="invalid_candidate")
 
 
@@ -522,7 +538,7 @@ def _system_prompt(answer: Json, sent: Json) -> str:
     return prompt
 
 
-def _user_input(answer: Json, sent: Json) -> str | list[Any]:
+def _user_input(answer: Json, sent: Json) -> str | list[object]:
     content = answer.get("content", sent.get("content"))
     if not isinstance(content, str | list):
         raise EventError("user_input", "content", "returned content that is neither text nor a list of parts")
@@ -617,7 +633,7 @@ def _tools_list(answer: Json, sent: Json) -> tuple[ToolSchema, ...]:
     return tuple(schemas)
 
 
-def _context_budget(answer: Json, sent: Json) -> Any:
+def _context_budget(answer: Json, sent: Json) -> "BudgetVerdict":
     from .budget import BudgetVerdict
 
     try:
@@ -700,7 +716,7 @@ def _before_request(answer: Json, sent: Json) -> RequestChange:
     return RequestChange(url, body, meta)
 
 
-def _hello(answer: Json, sent: Json) -> Any:
+def _hello(answer: Json, sent: Json) -> "Hello":
     from .handshake import parse_hello
 
     return parse_hello(answer, sent)
@@ -776,7 +792,7 @@ def _check_fields(event: str, prefix: str, kind: type, data: Json) -> None:
             raise EventError(event, where, f"is {type(data[name]).__name__}, not {_describe(hint)}", part="request")
 
 
-def _conforms(event: str, where: str, value: object, hint: Any) -> bool:
+def _conforms(event: str, where: str, value: object, hint: object) -> bool:
     origin = get_origin(hint)
     if hint is Any:
         return True
@@ -801,18 +817,22 @@ def _conforms(event: str, where: str, value: object, hint: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if hint is float:
         return isinstance(value, int | float) and not isinstance(value, bool)
-    return isinstance(value, hint)
+    return isinstance(hint, type) and isinstance(value, hint)
 
 
-def _describe(hint: Any) -> str:
+def _describe(hint: object) -> str:
     if get_origin(hint) in (Union, types.UnionType):
         return " or ".join(_describe(arm) for arm in get_args(hint))
     if hint is type(None) or hint is None:
         return "null"
-    origin = get_origin(hint) or hint
-    return {str: "a string", int: "an integer", bool: "true or false", float: "a number", list: "a list"}.get(
-        origin, "an object"
-    )
+    names: dict[object, str] = {
+        str: "a string",
+        int: "an integer",
+        bool: "true or false",
+        float: "a number",
+        list: "a list",
+    }
+    return names.get(get_origin(hint) or hint, "an object")
 
 
 __all__ = [
