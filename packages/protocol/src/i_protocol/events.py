@@ -761,7 +761,11 @@ def parse_answer(event: str, answer: Json, sent: Json | None = None) -> Any:
 
 def to_json(event: str, answer: Mapping[str, Any], sent: Json | None = None) -> Json:
     """A producer's answer to ``event`` as the plain JSON object to send, checked first with the
-    host's own parser (``EventError`` on a producer bug, never a broken frame on the wire)."""
+    host's own parser (``EventError`` on a producer bug, never a broken frame on the wire).
+
+    For an answer the producer owns (``budget_result``, a request body, its ``tools``, a prompt).
+    A chained event's fields that earlier hooks set (``before_turn``'s ``context``) are theirs:
+    the host checks each hook's answer, a producer passes them on untouched."""
     plain = dict(answer)
     parse_answer(event, plain, sent)
     return plain

@@ -55,10 +55,8 @@ def before_turn(data: dict[str, Any], request: Request) -> dict[str, Any]:
     context = data.get("context", {})
     if not isinstance(context, dict):
         raise MemoryStoreError(f"before_turn: data.context must be an object, got {type(context).__name__}")
-    from i_protocol.events import to_json  # the event types: at the first request, not at start
-
     entries = store_for(request, settings).entries()
-    return to_json("before_turn", {**data, "context": {**context, "memory": memory_context(entries)}}, data)
+    return {**data, "context": {**context, "memory": memory_context(entries)}}
 
 
 @worker.command("schemas")

@@ -410,12 +410,10 @@ def read_skill_file(skill: Skill, relative: Any) -> str:
 @worker.hook("before_turn")
 def before_turn(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Add ``context.skills`` (name, description and source of every valid skill) to the turn data."""
-    from i_protocol.events import to_json  # the event types: at the first request, not at start
-
     context = data.get("context", {})
     if not isinstance(context, dict):
         raise SkillError(f"before_turn: data.context must be an object, got {type(context).__name__}")
-    return to_json("before_turn", {**data, "context": {**context, "skills": skills_context(discover_for(request))}})
+    return {**data, "context": {**context, "skills": skills_context(discover_for(request))}}
 
 
 @worker.tool("skill_load")

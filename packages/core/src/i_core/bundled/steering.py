@@ -95,8 +95,6 @@ def _require_queue() -> Path:
 @worker.hook("before_turn")
 def before_turn(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Append every pending queued input as a user message (after any earlier hook's append)."""
-    from i_protocol.events import to_json  # the event types: at the first request, not at start
-
     queue = _require_queue()
     done = read_acks(queue) | _ids_in(data.get("messages"))
     append = list(data.get("append") or [])
@@ -107,7 +105,7 @@ def before_turn(data: dict[str, Any], request: Request) -> dict[str, Any]:
             append.append({"role": "user", "content": entry["text"], "_steering": entry["id"]})
     if append:
         data["append"] = append
-    return to_json("before_turn", data)
+    return data
 
 
 @worker.hook("after_save")
