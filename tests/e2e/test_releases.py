@@ -50,6 +50,21 @@ def test_every_console_script_has_a_preflight_and_the_copies_are_the_same():
     assert scripts == {name: f"{module}.__main__:run" for name, (_, module, _) in SCRIPTS.items()}
 
 
+def test_every_worker_entry_is_the_check_then_worker_run():
+    bodies = set()
+    for name, (folder, module, dist) in SCRIPTS.items():
+        if module == "i_core":
+            continue
+        text = (ROOT / "packages" / folder / "src" / module / "__main__.py").read_text()
+        bodies.add(text.replace(dist, "DIST").replace(name, "PROGRAM"))
+    [body] = bodies
+    run = body[body.index("def run() -> NoReturn:") : body.index('if __name__ == "__main__"')]
+    statements = [line for line in run.splitlines()[2:] if line.strip()]
+    assert statements[0].strip() == "preflight.check(PROGRAM, DIST, __version__, NEEDS_PROTOCOL)"
+    assert statements[1].strip().startswith("preflight.worker(") and ".run(" in statements[1]
+    assert "def main" not in body
+
+
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_the_guard_needs_what_pyproject_needs(script):
     folder, module, _ = SCRIPTS[script]

@@ -172,6 +172,34 @@ def test_500_three_times_then_200_retries_and_announces_each_retry(env, dirs, pr
     assert [e["data"]["attempt"] for e in events if e["event"] == "request_retry"] == [1, 2, 3]
 
 
+def test_every_event_the_core_sends_has_the_data_of_its_type_in_i_protocol_events(
+    env, dirs, project, tmp_path, write_manifest
+):
+    log = tmp_path / "events.jsonl"
+    observed = [
+        "session_load", "system_prompt", "user_input", "before_turn", "before_request", "request_retry",
+        "after_response", "before_tool", "tool_approval", "after_tool", "before_save", "after_save", "finish",
+        "tools_list",
+    ]  # fmt: skip
+    recorder = [sys.executable, str(HERE / "workers" / "recorder_worker.py"), str(log)]
+    manifest = write_manifest({"hooks": [{"events": observed, "exec": recorder}]})
+    steps = [
+        {"status": 500, "error_message": "overloaded"},
+        {"tool_calls": [tool_call("read", {"path": "README.md"})]},
+        {"text": "done"},
+        {"text": "again"},
+    ]
+    with ScriptedModel(steps) as model:
+        write_config(dirs, model.base_url, retries=2)
+        args = ("-C", str(project), "--manifest", str(manifest), "--session-name", "typed")
+        assert i(env, *args, "first").returncode == 0
+        result = i(env, *args, "second")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert set(observed) <= {e["event"] for e in events}
+    assert [(e["event"], e["problem"]) for e in events if e["problem"]] == []
+
+
 def test_model_that_never_answers_times_out(env, dirs, project):
     with ScriptedModel([{"delay": 30, "text": "late"}]) as model:
         write_config(dirs, model.base_url, retries=0, timeout=1)

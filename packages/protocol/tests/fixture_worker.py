@@ -17,7 +17,7 @@ def before_turn(data: dict, request) -> dict:
     return data
 
 
-@worker.hook("context")
+@worker.hook("context", extension=True)
 def context(data: dict, request) -> dict:
     paths = request.paths
     data["paths"] = paths.as_dict()
@@ -28,58 +28,58 @@ def context(data: dict, request) -> dict:
     return data
 
 
-@worker.hook("fail")
+@worker.hook("fail", extension=True)
 def fail(data: dict, request) -> dict:
     raise WorkerError("this failure was expected")
 
 
-@worker.hook("crash")
+@worker.hook("crash", extension=True)
 def crash(data: dict, request) -> dict:
     raise ZeroDivisionError("boom")
 
 
-@worker.hook("not_object")
+@worker.hook("not_object", extension=True)
 def not_object(data: dict, request):
     return [1, 2, 3]
 
 
-@worker.hook("print")
+@worker.hook("print", extension=True)
 def noisy(data: dict, request) -> dict:
     print("a stray print that must not reach stdout")
     os.write(1, b"raw write to fd 1\n")
     return data
 
 
-@worker.hook("sleep")
+@worker.hook("sleep", extension=True)
 def sleep(data: dict, request) -> dict:
     time.sleep(float(data.get("seconds", 60)))
     return data
 
 
-@worker.hook("exit")
+@worker.hook("exit", extension=True)
 def hard_exit(data: dict, request) -> dict:
     if data.get("stderr"):
         os.write(2, data["stderr"].encode())
     os._exit(3)
 
 
-@worker.hook("complain_and_fail")
+@worker.hook("complain_and_fail", extension=True)
 def complain_and_fail(data: dict, request) -> dict:
     os.write(2, b"a note on stderr\n")
     raise WorkerError("budget.json: 'threshold' must be a number")
 
 
-@worker.hook("big")
+@worker.hook("big", extension=True)
 def big(data: dict, request) -> dict:
     return {"blob": "x" * int(data["size"])}
 
 
-@worker.hook("surrogate")
+@worker.hook("surrogate", extension=True)
 def surrogate(data: dict, request) -> dict:
     return {"text": "bad \udcff"}
 
 
-@worker.hook("strict")
+@worker.hook("strict", extension=True)
 def strict(data: dict, request) -> dict:
     # What most JSON libraries do: refuse a lone surrogate. The host must never send one.
     import orjson

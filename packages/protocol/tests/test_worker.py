@@ -18,15 +18,15 @@ def make_worker() -> Worker:
         data["seen"] = data.get("seen", 0) + 1
         return data
 
-    @worker.hook("explode")
+    @worker.hook("explode", extension=True)
     def explode(data, request):
         raise KeyError("missing")
 
-    @worker.hook("refuse")
+    @worker.hook("refuse", extension=True)
     def refuse(data, request):
         raise WorkerError("refused: budget.tokenizer 'cl100k_base' is not supported")
 
-    @worker.hook("bad_return")
+    @worker.hook("bad_return", extension=True)
     def bad_return(data, request):
         return "text"
 
@@ -210,11 +210,11 @@ def test_missing_final_newline_is_an_error():
 def test_response_that_cannot_be_encoded_becomes_an_error_frame():
     worker = Worker("s", "0")
 
-    @worker.hook("x")
+    @worker.hook("x", extension=True)
     def bad(data, request):
         return {"text": object()}
 
-    @worker.hook("y")
+    @worker.hook("y", extension=True)
     def undecodable(data, request):
         return {"text": "\udcff"}  # a lone surrogate is not a reason to refuse: it is escaped
 
@@ -225,9 +225,9 @@ def test_response_that_cannot_be_encoded_becomes_an_error_frame():
 
 def test_registration_rules():
     worker = Worker("r", "0")
-    worker.hook("a")(lambda d, r: d)
+    worker.hook("a", extension=True)(lambda d, r: d)
     with pytest.raises(ValueError):
-        worker.hook("a")(lambda d, r: d)
+        worker.hook("a", extension=True)(lambda d, r: d)
     with pytest.raises(ValueError):
         worker.hook("tool")(lambda d, r: d)
     worker.tool("t")(lambda a, r: "")

@@ -35,6 +35,28 @@ def test_version_names_distribution_and_protocol(exe: str):
     assert out.startswith("i-worker-budget ") and "i-protocol" in out
 
 
+def test_version_json_comes_through_worker_run(exe: str):
+    out = subprocess.run([exe, "--version", "--json"], capture_output=True, text=True, check=True).stdout
+    doc = orjson.loads(out)
+    assert doc["package"] == "i-worker-budget" and doc["library"]["package"] == "i-protocol"
+
+
+def test_an_i_protocol_build_whose_worker_cannot_run_ends_in_one_line(exe: str, tmp_path: Path):
+    import shutil
+
+    import i_protocol
+
+    fake = tmp_path / "i_protocol"
+    shutil.copytree(Path(i_protocol.__file__).parent, fake, ignore=shutil.ignore_patterns("__pycache__"))
+    worker_py = fake / "worker.py"
+    worker_py.write_text(worker_py.read_text().replace("    def run(self", "    def _not_run(self"))
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(tmp_path)}
+    result = subprocess.run([exe], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=30)
+    assert result.returncode == 7
+    [line] = result.stderr.splitlines()
+    assert "another build (cannot import name 'Worker.run' from 'i_protocol')" in line
+
+
 def test_context_budget_round_trip_keeps_input(proc, dirs, build):
     data = build(extra={"from": "another hook"})
     out = call(proc, dirs, data)

@@ -12,7 +12,7 @@ import sys
 import types
 
 import i_cache.stats as stats
-from i_cache.__main__ import main
+from i_cache.worker import worker
 
 _real_stat = os.stat
 _TICK_NS = 1_700_000_000 * 10**9
@@ -57,4 +57,4 @@ class CoarseOs(types.ModuleType):
 stats.os = CoarseOs("os")  # type: ignore[assignment]
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(worker.main())

@@ -110,6 +110,10 @@ def test_plan_follows_recommendation_and_declines_otherwise(dirs: dict[str, str]
     assert declined["state"]["lastAttempt"]["status"] == "skipped"
     missing = call("compact_plan", {"history": history(), "cut": None}, dirs)["data"]
     assert missing["cut"] is None and missing["reason"] == "missing_budget_result"
+    # A budget answer is read one way (i_protocol's BudgetVerdict): without a verdict there is none.
+    no_verdict = {key: value for key, value in BUDGET.items() if key != "fits"}
+    unread = plan(dirs, budget_result=no_verdict)["data"]
+    assert unread["cut"] is None and unread["reason"] == "missing_budget_result"
 
 
 def test_force_compacts_without_a_recommendation(dirs: dict[str, str]) -> None:

@@ -1,8 +1,9 @@
-"""The budget verdict a host reads back from ``context_budget``: parsed once, typed.
+"""The budget verdict read from a ``context_budget`` answer: parsed once, typed, one reader for all.
 
-A budget worker answers with the complete request data plus ``budget_result``; the host reads
-only the fields below (any replacement must provide ``fits``; every other field is optional and
-absent means "unknown", never 0). The whole ``budget_result`` stays available as ``raw``.
+A budget worker answers with the complete request data plus ``budget_result``; the host, and the
+compactor that receives that output in ``compact_plan``, read only the fields below (any
+replacement must provide ``fits``; every other field is optional and absent means "unknown",
+never 0). The whole ``budget_result`` stays available as ``raw``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ class BudgetVerdict:
     provisional: bool
     """The estimate rests mostly on text classes never observed (1 token per byte): a guess."""
     raw: dict[str, Any]
+    trigger: int | None = None
+    """The estimate at which the budget recommends compaction."""
+    output_reserve: int | None = None
+    """The tokens kept free for the reply (``capacity`` is the window less this and the margin)."""
+    cut_estimates: object = None
+    """``cut_estimates`` as sent (extension ``cut_estimates``; its reader validates it)."""
 
     @classmethod
     def parse(cls, output: object) -> BudgetVerdict:
@@ -54,7 +61,31 @@ class BudgetVerdict:
             per_call_bytes=_count(tool_budget, "per_call_bytes") if isinstance(tool_budget, dict) else None,
             provisional=result.get("provisional") is True,
             raw=result,
+            trigger=_count(result, "trigger"),
+            output_reserve=_count(result, "output_reserve"),
+            cut_estimates=result.get("cut_estimates"),
         )
+
+    @classmethod
+    def find(cls, output: object) -> BudgetVerdict | None:
+        """``parse``, or None when ``output`` carries no readable ``budget_result`` (a reader that
+        can work without one: the compactor declines, or follows a forced run)."""
+        try:
+            return cls.parse(output)
+        except ProtocolError:
+            return None
+
+    def figures(self) -> dict[str, Any]:
+        """The verdict's figures as a plain object (what a record keeps of the budget)."""
+        return {
+            "fits": self.fits,
+            "estimate": self.estimate,
+            "comparable_estimate": self.comparable_estimate,
+            "trigger": self.trigger,
+            "capacity": self.capacity,
+            "output_reserve": self.output_reserve,
+            "recommend_compact": self.recommend_compact,
+        }
 
     @property
     def anchored(self) -> bool:

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .__about__ import PROTOCOL_VERSION
+from ._event_names import ANY_EVENT, EVENTS, is_event
 from .config import ConfigCache, WorkerConfig, discover_config_path
 from .context import Paths, RequestContext, parse_context, paths_from_env
 from .errors import ProtocolError, WorkerError
@@ -102,13 +103,25 @@ class Worker:
 
     # -- registration -------------------------------------------------------------------
 
-    def hook(self, *events: str) -> Callable[[F], F]:
-        """Register the decorated function as the handler of each of ``events``."""
+    def hook(self, *events: str, extension: bool = False) -> Callable[[F], F]:
+        """Register the decorated function as the handler of each of ``events``.
+
+        Each name must be an event of ``i_protocol.events`` (or ``*``, every event without its own
+        handler): a misspelled name raises ``ValueError`` here instead of never being called.
+        ``extension=True`` registers names this i-protocol does not know (an event newer than the
+        installed i-protocol, or one of the worker's own).
+        """
+        for event in events:
+            if event == TOOL_EVENT:
+                raise ValueError("use Worker.tool() to handle tool calls")
+            if not extension and event != ANY_EVENT and not is_event(event):
+                raise ValueError(
+                    f"{self.dist_name}: unknown event {event!r}; known events: {', '.join(EVENTS)}, * "
+                    "(a newer event: Worker.hook(name, extension=True))"
+                )
 
         def register(func: F) -> F:
             for event in events:
-                if event == TOOL_EVENT:
-                    raise ValueError("use Worker.tool() to handle tool calls")
                 if event in self._hooks:
                     raise ValueError(f"event {event!r} already has a handler")
                 self._hooks[event] = func
@@ -207,7 +220,7 @@ class Worker:
         context = parse_context(frame)
         if event == TOOL_EVENT:
             return self._call_tool(Request(self, frame, context))
-        handler = self._hooks.get(event) or self._hooks.get("*")
+        handler = self._hooks.get(event) or self._hooks.get(ANY_EVENT)
         if handler is None:
             return data  # an event this worker does not handle goes back unchanged
         result = handler(data, Request(self, frame, context))
@@ -333,6 +346,15 @@ class Worker:
             return self.serve(reader, writer)
         except KeyboardInterrupt:
             return 130
+
+    def run(self, argv: Sequence[str] | None = None, *, version: Callable[[list[str]], bool] | None = None) -> NoReturn:
+        """A worker package's console script once its i-protocol check passed: ``version(argv)``
+        answers ``--version`` when given (the package's ``preflight.answer_version``), else ``main``;
+        then ``exit_fast`` with its code."""
+        args = list(sys.argv[1:] if argv is None else argv)
+        if version is not None and version(args):
+            exit_fast(0)
+        exit_fast(self.main(args))
 
     def _usage(self) -> str:
         return (

@@ -25,14 +25,17 @@ _memory = MemoryStore()
 
 @worker.hook("context_budget")
 def context_budget(data: dict[str, Any], request: Request | None) -> dict[str, Any]:
-    """Answer ``context_budget``: the complete input data plus ``budget_result``."""
+    """Answer ``context_budget``: the complete input data plus ``budget_result`` (checked as the
+    core reads it: ``i_protocol.events``)."""
+    from i_protocol.events import to_json  # the event types: at the first request, not at start
+
     policy = parse_policy(data.get("budget"), data.get("max_tokens"))
     if policy.byte_estimator:
         outcome = estimate_budget(data, policy=policy)
         outcome.result["density"] = {"rule": "utf8_bytes", "detail": "budget.tokenizer is 'utf8_bytes'"}
         outcome.result["provisional"] = False  # the byte estimate is what was asked for
-        return {**data, "budget_result": outcome.result}
-    return {**data, "budget_result": _learning(data, request, policy)}
+        return to_json("context_budget", {**data, "budget_result": outcome.result}, data)
+    return to_json("context_budget", {**data, "budget_result": _learning(data, request, policy)}, data)
 
 
 def _learning(data: dict[str, Any], request: Request | None, policy: Policy) -> dict[str, Any]:

@@ -42,12 +42,16 @@ def _stats_path(request: Request, settings: CacheSettings) -> Path:
 
 @worker.hook("before_request")
 def before_request(data: dict[str, Any], request: Request) -> dict[str, Any]:
-    """Add the mode's cache fields, classify the prefix and record the preparation."""
+    """Add the mode's cache fields, classify the prefix and record the preparation (the answer
+    checked as the core reads it: ``i_protocol.events``)."""
+    from i_protocol.events import to_json  # the event types: at the first request, not at start
+
     settings = settings_for(request)
     if not settings.enabled:
         return data
     workspace_id = request.workspace_id()
-    return prepare_request(data, settings, workspace_id, _stats_path(request, settings), _tracker)
+    prepared = prepare_request(data, settings, workspace_id, _stats_path(request, settings), _tracker)
+    return to_json("before_request", prepared, data)
 
 
 @worker.hook("request_retry")

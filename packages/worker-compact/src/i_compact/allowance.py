@@ -3,7 +3,7 @@ and the state record's room beside a model summary."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from i_protocol.history import is_summary, text_of, utf8_len
 
@@ -13,6 +13,9 @@ from .history import approx_size
 from .normalize import canonical
 from .state import CompactState
 from .state_record import parse_record, record_text, statement_size
+
+if TYPE_CHECKING:
+    from i_protocol.budget import BudgetVerdict
 
 STATEMENT_LINE = "\nstatement"
 """How a record's task statement starts (version 2)."""
@@ -57,7 +60,7 @@ RECORD_SHARE_OF_REPLY = 3
 
 def fit_budget(
     config: CompactConfig,
-    budget_result: dict[str, Any] | None,
+    verdict: BudgetVerdict | None,
     estimates: Any,
     sizes: list[int],
     history: list[dict[str, Any]],
@@ -65,16 +68,12 @@ def fit_budget(
     squeeze: bool = False,
 ) -> Any:
     """The fit check's budget, or None when the budget result cannot support one (as today)."""
-    if estimates is None or budget_result is None:
-        return None
-    capacity = budget_result.get("capacity")
-    if not count(capacity):
+    if estimates is None or verdict is None or verdict.capacity is None:
         return None
     if config.mode == "model":
         sections = _sections_bytes(config, sizes, history)
-        return _model_fit_budget(capacity, budget_result.get("output_reserve"), estimates, sections)
-    before = budget_result.get("estimate")
-    return _local_fit_budget(config, capacity, estimates, sizes, history, squeeze, before if count(before) else None)
+        return _model_fit_budget(verdict.capacity, verdict.output_reserve, estimates, sections)
+    return _local_fit_budget(config, verdict.capacity, estimates, sizes, history, squeeze, verdict.estimate)
 
 
 def _sections_bytes(config: CompactConfig, sizes: list[int], history: list[dict[str, Any]]) -> Any:
@@ -123,15 +122,15 @@ def _model_fit_budget(capacity: int, reserve: Any, estimates: Any, sections: Any
     return FitBudget(capacity, estimates, model_allowance)
 
 
-def sections_max_bytes(state: CompactState, choice: Any, budget_result: dict[str, Any] | None) -> int | None:
+def sections_max_bytes(state: CompactState, choice: Any, verdict: BudgetVerdict | None) -> int | None:
     """Model mode: the bytes the plan allowed the coding sections beside the full reply (0: no room;
     None: the plan had no estimates to fit, and the sections take the local bound)."""
-    if state.mode != "model" or not isinstance(budget_result, dict):
+    if state.mode != "model" or verdict is None:
         return None
     allowance = _planned_allowance(choice)
-    reserve = budget_result.get("output_reserve")
+    reserve = verdict.output_reserve
     tokens_per_byte = (choice.info or {}).get("tokensPerByte") or 1.0
-    if not count(allowance) or not count(reserve) or tokens_per_byte <= 0:
+    if not count(allowance) or reserve is None or tokens_per_byte <= 0:
         return None
     extra = allowance - summary_tokens_of_tags(tokens_per_byte) - reserve
     return int(extra / tokens_per_byte * SECTIONS_DENSITY) if extra > 0 else 0
@@ -196,14 +195,14 @@ def local_max_bytes(state: CompactState, choice: Any) -> int | None:
     return max(LOCAL_FLOOR, int(allowance / tokens_per_byte) - CANONICAL_BYTES)
 
 
-def summary_max_tokens(state: CompactState, choice: Any, budget_result: dict[str, Any] | None) -> int | None:
+def summary_max_tokens(state: CompactState, choice: Any, verdict: BudgetVerdict | None) -> int | None:
     """The summary reply's cap when the plan gave it less than the full reply reserve (model mode)."""
-    if state.mode != "model" or not isinstance(budget_result, dict):
+    if state.mode != "model" or verdict is None:
         return None
     allowance = _planned_allowance(choice)
-    reserve = budget_result.get("output_reserve")
+    reserve = verdict.output_reserve
     tokens_per_byte = (choice.info or {}).get("tokensPerByte") or 1.0
-    if not count(allowance) or not count(reserve):
+    if not count(allowance) or reserve is None:
         return None
     cap = allowance - summary_tokens_of_tags(tokens_per_byte)
     return cap if 0 < cap < reserve else None

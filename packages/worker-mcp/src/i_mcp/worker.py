@@ -156,5 +156,7 @@ def tools_list(data: dict[str, Any], request: Request) -> dict[str, Any]:
     ``depends_on`` stamps mcp.json, each server's cached tool list and this package's code: while
     they are unchanged the core may reuse the answer without starting this worker.
     """
+    from i_protocol.events import to_json  # the event types: at the first request, not at start
+
     catalog = worker.catalog(request)
-    return {**data, "tools": list(catalog.schemas), "depends_on": list(catalog.stamps)}
+    return to_json("tools_list", {**data, "tools": list(catalog.schemas), "depends_on": list(catalog.stamps)}, data)

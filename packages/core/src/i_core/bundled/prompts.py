@@ -57,10 +57,12 @@ def load_prompt(request: Request, key: str) -> str | None:
 @worker.hook("system_prompt")
 def system_prompt(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """Set ``prompt`` to the configured system prompt (or the default), workspace substituted."""
+    from i_protocol.events import to_json  # the event types: at the first request, not at start
+
     text = load_prompt(request, "system") or DEFAULT_SYSTEM_PROMPT
     workspace = request.workspace or data.get("workspace") or ""
     data["prompt"] = text.replace("{{workspace}}", str(workspace))
-    return data
+    return to_json("system_prompt", data)
 
 
 @worker.hook("before_compact")

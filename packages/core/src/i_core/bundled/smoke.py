@@ -35,6 +35,8 @@ _cap = DEFAULT_CAP
 @worker.hook("before_request")
 def before_request(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """The body without tools, its output capped at the smoke cap."""
+    from i_protocol.events import to_json  # the event types: at the first request, not at start
+
     body = data.get("body")
     if not isinstance(body, dict):
         raise WorkerError("smoke: before_request data has no body object")
@@ -44,7 +46,7 @@ def before_request(data: dict[str, Any], request: Request) -> dict[str, Any]:
         value = body.get(name)
         given = isinstance(value, int) and not isinstance(value, bool) and value > 0
         body[name] = min(value, _cap) if isinstance(value, int) and given else _cap
-    return {**data, "body": body}
+    return to_json("before_request", {**data, "body": body}, data)
 
 
 @worker.hook("after_response")

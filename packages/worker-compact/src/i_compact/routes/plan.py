@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from i_protocol import Request
+from i_protocol.budget import BudgetVerdict
 
 from .. import diagnostics as diag
 from ..allowance import (
@@ -26,15 +27,6 @@ from ..textsafe import scrub
 
 SUMMARY_NOT_FINISHED = "summary_not_finished"
 """``previous_attempt.reason``: the model summary of the previous plan did not finish normally."""
-_BUDGET_FIELDS = (
-    "fits",
-    "estimate",
-    "comparable_estimate",
-    "trigger",
-    "capacity",
-    "output_reserve",
-    "recommend_compact",
-)
 
 
 @dataclass
@@ -43,7 +35,8 @@ class _Plan:
 
     history: list[dict[str, Any]]
     config: CompactConfig
-    budget_result: dict[str, Any] | None
+    budget: BudgetVerdict | None
+    """The ``budget_result`` the core passed on (None: none with a verdict)."""
     forced: bool
     state: CompactState
     estimates: Any
@@ -57,7 +50,7 @@ def compact_plan(data: dict[str, Any], request: Request, worker_line: str) -> di
     out = dict(data)
     out["cut"] = None
     out.pop("detail", None)
-    reason = _decline_reason(plan.config, plan.budget_result, plan.forced) or _unfinished_refusal(plan)
+    reason = _decline_reason(plan.config, plan.budget, plan.forced) or _unfinished_refusal(plan)
     choice = _choose(plan) if reason is None else None
     if choice is not None and choice.cut is not None:
         return _planned(out, plan, choice)
@@ -76,9 +69,8 @@ def _start(data: dict[str, Any], request: Request, worker_line: str) -> _Plan:
     fallback = _fallback(config, previous_attempt)
     if fallback is not None:
         config = replace(config, mode=fallback)
-    budget_result = data.get("budget_result")
-    budget_result = budget_result if isinstance(budget_result, dict) else None
-    estimates, problem = parse_cut_estimates((budget_result or {}).get("cut_estimates"))
+    budget = BudgetVerdict.find(data)
+    estimates, problem = parse_cut_estimates(budget.cut_estimates if budget is not None else None)
     forced = data.get("force") is True
     state = CompactState(
         schema=STATE_SCHEMA,
@@ -87,9 +79,9 @@ def _start(data: dict[str, Any], request: Request, worker_line: str) -> _Plan:
         forced=forced,
         policy=_policy(config, data),
         previous_summary=_canonical_previous(latest_summary(history)),
-        budget={k: budget_result.get(k) for k in _BUDGET_FIELDS} if budget_result else None,
+        budget=budget.figures() if budget is not None else None,
         previous_attempt=previous_attempt,
-        request=_request_budget(budget_result, estimates),
+        request=_request_budget(budget, estimates),
         fallback=fallback,
     )
     common: dict[str, Any] = {
@@ -98,7 +90,7 @@ def _start(data: dict[str, Any], request: Request, worker_line: str) -> _Plan:
     }
     if fallback is not None:
         common["fallback"] = "local summary: the model summary did not finish normally (on_unfinished_summary)"
-    return _Plan(history, config, budget_result, forced, state, estimates, common)
+    return _Plan(history, config, budget, forced, state, estimates, common)
 
 
 def _policy(config: CompactConfig, data: dict[str, Any]) -> dict[str, Any]:
@@ -112,17 +104,14 @@ def _policy(config: CompactConfig, data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _request_budget(budget_result: dict[str, Any] | None, estimates: Any) -> dict[str, Any] | None:
+def _request_budget(verdict: BudgetVerdict | None, estimates: Any) -> dict[str, Any] | None:
     """A summary request's budget (``state.request``), when the budget result gives one."""
     from ..chunks import RequestBudget
 
-    capacity = (budget_result or {}).get("capacity")
-    reserve = (budget_result or {}).get("output_reserve")
-    if not count(capacity) or not count(reserve):
+    if verdict is None or not count(verdict.capacity) or not count(verdict.output_reserve):
         return None
     rate = estimates.tokens_per_byte if estimates is not None else None
-    provisional = (budget_result or {}).get("provisional") is True
-    budget = RequestBudget(capacity, reserve, rate or 1.0, provisional).as_state()
+    budget = RequestBudget(verdict.capacity, verdict.output_reserve, rate or 1.0, verdict.provisional).as_state()
     if rate is None:
         budget["tokens_per_byte_source"] = "default 1 token per byte (no cut_estimates)"
     return budget
@@ -134,17 +123,17 @@ def _choose(plan: _Plan) -> Any:
     from ..history import boundaries
     from ..plan import choose_cut
 
-    history, config, budget_result = plan.history, plan.config, plan.budget_result
+    history, config, verdict = plan.history, plan.config, plan.budget
     plan.sizes = [approx_size(m) for m in history]
     ok = boundaries(history)
     base = choose_cut(history, config.keep_recent, plan.sizes, ok)
-    budget = fit_budget(config, budget_result, plan.estimates, plan.sizes, history)
+    budget = fit_budget(config, verdict, plan.estimates, plan.sizes, history)
     if plan.estimates is not None and budget is None:
         plan.common["cutEstimates"] = "unusable: budget_result has no capacity/output_reserve"
     previous = plan.state.previous_attempt
     # Only a cut that was over budget asks for a later one; an unfinished summary says nothing of it.
     previous_cut = previous["cut"] if previous and previous["reason"] != SUMMARY_NOT_FINISHED else None
-    over = (budget_result or {}).get("fits") is False
+    over = verdict is not None and verdict.fits is False
 
     def fit(budget: Any) -> Any:
         return fit_cut(history, ok, base, config.keep_recent, budget, previous_cut=previous_cut, over_capacity=over)
@@ -153,7 +142,7 @@ def _choose(plan: _Plan) -> Any:
     if choice.cut is None and choice.reason == SUFFIX_OVER_BUDGET and config.mode == "local":
         # No cut fits with the usual local bound: a small window. Give the summary the room
         # left beside the suffix (never below its floor) and plan again.
-        choice = fit(fit_budget(config, budget_result, plan.estimates, plan.sizes, history, squeeze=True))
+        choice = fit(fit_budget(config, verdict, plan.estimates, plan.sizes, history, squeeze=True))
     return choice
 
 
@@ -180,10 +169,10 @@ def _declined(out: dict[str, Any], plan: _Plan, choice: Any, reason: str | None)
 
 def _planned(out: dict[str, Any], plan: _Plan, choice: Any) -> dict[str, Any]:
     cut = choice.cut
-    state, sizes, budget_result = plan.state, plan.sizes, plan.budget_result
+    state, sizes, verdict = plan.state, plan.sizes, plan.budget
     state.cut = cut
-    state.summary_max_tokens = summary_max_tokens(state, choice, budget_result)
-    state.sections_max_bytes = sections_max_bytes(state, choice, budget_result)
+    state.summary_max_tokens = summary_max_tokens(state, choice, verdict)
+    state.sections_max_bytes = sections_max_bytes(state, choice, verdict)
     state.local_max_bytes = local_max_bytes(state, choice)
     state.sizes = {
         "system": sizes[0] if sizes else 0,
@@ -197,8 +186,8 @@ def _planned(out: dict[str, Any], plan: _Plan, choice: Any) -> dict[str, Any]:
         alignment=choice.alignment,
         messagesCompacted=cut - 1,
         messagesRetained=len(plan.history) - cut,
-        estimatedInputTokensBefore=(budget_result or {}).get("estimate"),
-        comparableEstimateBefore=(budget_result or {}).get("comparable_estimate"),
+        estimatedInputTokensBefore=verdict.estimate if verdict is not None else None,
+        comparableEstimateBefore=verdict.comparable_estimate if verdict is not None else None,
         fit=choice.info or None,
         **plan.common,
     )
@@ -214,7 +203,7 @@ def _planned_reason(choice: Any, plan: _Plan) -> str:
 
     if choice.reason == KEEP_RECENT_REDUCED:
         return KEEP_RECENT_REDUCED
-    if plan.forced and not (plan.budget_result or {}).get("recommend_compact"):
+    if plan.forced and not (plan.budget is not None and plan.budget.recommend_compact):
         return "forced"
     return "recommended"
 
@@ -247,14 +236,14 @@ def _unfinished_refusal(plan: _Plan) -> str | None:
     return SUMMARY_NOT_FINISHED if plan.config.on_unfinished_summary == "fail" else None
 
 
-def _decline_reason(config: CompactConfig, budget_result: dict[str, Any] | None, forced: bool) -> str | None:
+def _decline_reason(config: CompactConfig, verdict: BudgetVerdict | None, forced: bool) -> str | None:
     if not config.enabled:
         return "disabled"
     if forced:
         return None
-    if budget_result is None:
+    if verdict is None:
         return "missing_budget_result"
-    if budget_result.get("recommend_compact") is not True:
+    if not verdict.recommend_compact:
         return "not_recommended"
     return None
 
