@@ -4,6 +4,12 @@ Its tools are not known when the program starts, so they cannot be registered by
 tools of other workers: ``McpWorker`` answers every ``tool`` request from the catalog of the
 request's mcp.json. The catalog comes from each server's cached tool list, so a session starts
 without starting any server; only a server with no cached list is started (and listed) then.
+
+A server that cannot be used (a broken entry, a program that is missing or exits, one still
+starting) is left out and reported in the answer's ``problems`` when the request asks for them
+(``tools_list`` data carrying ``problems: []``: a core that shows them, SPEC §3.4); otherwise, and
+for a server marked ``"required": true``, ``tools_list`` fails as it always did, so an older core
+never loses a server silently.
 """
 
 from __future__ import annotations
@@ -19,16 +25,18 @@ from . import cache
 from .__about__ import __version__
 from .errors import McpConfigError, ServerFailure
 from .naming import exposed_name
-from .settings import ServerSpec, parse_servers
+from .settings import ServerSpec, parse_config, worker_variables
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from .client import Servers
 
 _CATALOG_CODE = ("i_mcp.__about__", "i_mcp.worker", "i_mcp.settings", "i_mcp.naming", "i_mcp.cache")
 """The modules whose code shapes a catalog (names, schemas, checks): an upgrade changes their stamps."""
 
+MAX_RESULT_BYTES = 16 * 1024 * 1024
+"""A tool result larger than this (text and images) is refused as too large, not passed on."""
 EXIT_GRACE_S = 0.9
 """How long the worker waits for its servers at exit: within the core's 1 s grace after stdin closes."""
 
@@ -43,6 +51,8 @@ class Catalog:
     """Model-facing name -> (server, the server's own tool name)."""
     stamps: tuple[dict[str, Any], ...] = ()
     """``file_stamp`` of every file the catalog was built from (``tools_list``'s ``depends_on``)."""
+    problems: tuple[dict[str, Any], ...] = ()
+    """``{server, reason, message, stderr_tail}`` of each server left out (``tools_list``'s ``problems``)."""
 
 
 class McpWorker(Worker):
@@ -51,7 +61,7 @@ class McpWorker(Worker):
     def __init__(self) -> None:
         super().__init__("mcp", __version__, dist_name="i-worker-mcp")
         # Declared in `hello` (SPEC §3.4); an attribute, so an older i-protocol only ignores it.
-        self.extensions = ("tools_list",)
+        self.extensions = ("config_kind", "problems", "progress", "tools_list")
         self._servers: Servers | None = None
         self._catalogs: dict[tuple[str, ...], Catalog] = {}
 
@@ -64,27 +74,59 @@ class McpWorker(Worker):
             self._servers = Servers()
         return self._servers
 
-    def catalog(self, request: Request) -> Catalog:
-        """The catalog of the request's mcp.json (remembered while the entries and cache dir are the same)."""
+    def catalog(self, request: Request, *, lenient: bool = False) -> Catalog:
+        """The catalog of the request's mcp.json (remembered while the entries and cache dir are the same,
+        unless a server was left out). ``lenient``: a server that cannot be used is left out and said in
+        ``problems`` (unless it is required); otherwise it fails the request."""
         config_stamp = file_stamp(request.config_path())  # before it is read
         config = request.config()
-        specs = parse_servers(config.data, config.path or "mcp.json", config.base_dir)
+        parsed = parse_config(
+            config.data, config.path or "mcp.json", config.base_dir, worker_variables(request.paths.as_dict())
+        )
+        problems: list[dict[str, Any]] = []
+        for entry in parsed.broken:
+            if entry.required or not lenient:
+                raise entry.error
+            problems.append(_problem(entry.name, "config", str(entry.error)))
+        specs = parsed.specs
         key = (request.paths.cache_dir, *(spec.digest for spec in specs))
         found = self._catalogs.get(key)
-        if found is None:
-            found = self._catalogs[key] = self._build(specs, request, config_stamp)
+        if found is None or (found.problems and request.event == "tools_list"):  # a new session tries again
+            found = self._catalogs[key] = self._build(specs, request, config_stamp, lenient)
+        if problems:
+            found = Catalog(found.schemas, found.targets, found.stamps, (*problems, *found.problems))
         return found
 
-    def _build(self, specs: tuple[ServerSpec, ...], request: Request, config_stamp: dict[str, Any]) -> Catalog:
+    def _build(
+        self, specs: tuple[ServerSpec, ...], request: Request, config_stamp: dict[str, Any], lenient: bool
+    ) -> Catalog:
         cache_dir = request.paths.cache_dir
         stamps = {spec.digest: file_stamp(cache.cache_file(cache_dir, spec.digest)) for spec in specs}
         listed = {spec.digest: cache.load_tools(cache_dir, spec.digest) for spec in specs}
         missing = tuple(spec for spec in specs if listed[spec.digest] is None)
+        problems: list[dict[str, Any]] = []
         if missing:
-            for spec, tools in zip(missing, self.servers.list_tools(missing, request.workspace), strict=True):
+
+            def keep(spec: ServerSpec, tools: list[dict[str, Any]]) -> None:
                 cache.store_tools(cache_dir, spec.digest, spec.name, tools)
-                listed[spec.digest] = tools
-                stamps[spec.digest] = file_stamp(cache.cache_file(cache_dir, spec.digest))  # what it now holds
+
+            for spec, got in zip(missing, self.servers.list_tools(missing, request.workspace, keep), strict=True):
+                if got.tools is not None:
+                    listed[spec.digest] = got.tools
+                    stamps[spec.digest] = file_stamp(cache.cache_file(cache_dir, spec.digest))  # what it now holds
+                    continue
+                if got.starting and (spec.required or not lenient):
+                    raise ServerFailure(
+                        f"MCP server {spec.name!r} did not finish starting within {self.servers.list_wait:g} s"
+                    )
+                if got.failure is not None and (spec.required or not lenient):
+                    raise got.failure
+                problems.append(
+                    _problem(spec.name, "starting", f"MCP server {spec.name!r} is still starting; its tools are offered "
+                             "from the next session on")
+                    if got.starting
+                    else _problem(spec.name, "failed", str(got.failure), getattr(got.failure, "stderr_tail", ""))
+                )
         schemas: dict[str, dict[str, Any]] = {}
         targets: dict[str, tuple[ServerSpec, str]] = {}
         for spec in specs:
@@ -103,7 +145,7 @@ class McpWorker(Worker):
                     "parameters": _parameters(spec, tool),
                 }
         code = (file_stamp(sys.modules[name].__file__ or name) for name in _CATALOG_CODE)
-        return Catalog(tuple(schemas.values()), targets, (config_stamp, *stamps.values(), *code))
+        return Catalog(tuple(schemas.values()), targets, (config_stamp, *stamps.values(), *code), tuple(problems))
 
     def main(self, argv: Sequence[str] | None = None) -> int:
         """``Worker.main``, then every server stopped (its stdin closed, its process tree ended)."""
@@ -119,7 +161,7 @@ class McpWorker(Worker):
         arguments = request.data.get("arguments", {})
         if not isinstance(name, str) or not isinstance(arguments, dict):
             raise WorkerError("tool request needs a string data.name and an object data.arguments")
-        catalog = self.catalog(request)
+        catalog = self.catalog(request, lenient=True)  # a broken entry does not stop the others' calls
         target = catalog.targets.get(name)
         if target is None:
             known = ", ".join(catalog.targets) or "none (mcp.json names no server)"
@@ -127,13 +169,48 @@ class McpWorker(Worker):
         spec, tool = target
         from .content import tool_answer
 
+        report = _relay(request) if request.wants_progress else None
         try:
-            result, fresh = self.servers.call(spec, tool, arguments, request.workspace)
+            result, fresh = self.servers.call(spec, tool, arguments, request.workspace, report)
         except ServerFailure as exc:
             return {"output": f"error: {exc}", "is_error": True}
         if fresh is not None:
             cache.store_tools(request.paths.cache_dir, spec.digest, spec.name, fresh)
+        size = result_size(result)
+        if size > MAX_RESULT_BYTES:
+            return {
+                "output": f"error: the result of {tool!r} from MCP server {spec.name!r} is too large: "
+                f"{size / 2**20:.1f} MB, over i-mcp's limit of {MAX_RESULT_BYTES // 2**20} MB",
+                "is_error": True,
+            }
         return tool_answer(result)
+
+
+def _relay(request: Request) -> Callable[[dict[str, Any]], object]:
+    def report(update: dict[str, Any]) -> object:
+        return request.report_progress(update.get("message"), update.get("progress"), update.get("total"))
+
+    return report
+
+
+def _problem(server: str, reason: str, message: str, stderr_tail: str = "") -> dict[str, Any]:
+    return {"server": server, "reason": reason, "message": message, "stderr_tail": stderr_tail}
+
+
+def result_size(result: Any) -> int:
+    """Bytes of a tool result's text and encoded images, roughly what it costs in a frame."""
+    size = 0
+    for block in result.content:
+        for field in ("text", "data"):
+            value = getattr(block, field, None)
+            if isinstance(value, str):
+                size += len(value)
+        resource = getattr(block, "resource", None)
+        for field in ("text", "blob"):
+            value = getattr(resource, field, None)
+            if isinstance(value, str):
+                size += len(value)
+    return size
 
 
 def _parameters(spec: ServerSpec, tool: dict[str, Any]) -> dict[str, Any]:
@@ -156,5 +233,9 @@ def tools_list(data: dict[str, Any], request: Request) -> dict[str, Any]:
     ``depends_on`` stamps mcp.json, each server's cached tool list and this package's code: while
     they are unchanged the core may reuse the answer without starting this worker.
     """
-    catalog = worker.catalog(request)
-    return {**data, "tools": list(catalog.schemas), "depends_on": list(catalog.stamps)}
+    lenient = isinstance(data.get("problems"), list)  # the core shows problems: leave a broken server out
+    catalog = worker.catalog(request, lenient=lenient)
+    answer = {**data, "tools": list(catalog.schemas), "depends_on": list(catalog.stamps)}
+    if lenient:
+        answer["problems"] = [*data["problems"], *catalog.problems]
+    return answer
