@@ -108,6 +108,7 @@ class Agent:
 
         self.runtime = runtime
         self.hooks = runtime.hooks
+        self.hooks.progress = options.progress  # a long tool's progress frames (SPEC §3.4)
         self.config = config
         self.session = session
         self.options = options

@@ -496,6 +496,8 @@ def run_console(argv: list[str], redactor: Redactor | None = None) -> int:
         from .session import open_session
 
         runtime.ready()  # a worker that failed to list its tools ends the run before a session is opened
+        for problem in runtime.hooks.problems:  # a server left out: said once, the session goes on
+            screen.failure(f"i: warning: {problem}")
         session = open_session(
             session_file,
             runtime.workspace,
@@ -615,6 +617,7 @@ def _print_json_result(
         "budget": agent.stats.last_budget,
         "images_left_out": agent.stats.images_left_out,
         "session": str(path) if path.exists() else None,
+        "warnings": [redactor.scrub(line) for line in agent.hooks.problems],
     }
     last = agent.options.out.last_reply if isinstance(agent.options.out, _AnswerStream) else None
     # Whether the answer is all there: cut at the output limit, or the model's refusal.

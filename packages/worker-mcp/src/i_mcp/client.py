@@ -39,6 +39,7 @@ from i_protocol import WorkerError
 
 from .__about__ import __version__
 from .errors import ServerFailure
+from .launch import TOO_LARGE
 from .settings import ServerSpec, server_env
 
 T = TypeVar("T")
@@ -316,6 +317,8 @@ class Servers:
                 stderr_tail=tail,
             ) from None
         except MCPError as exc:
+            if exc.code == TOO_LARGE:  # i_mcp.launch did not pass the answer on
+                raise ServerFailure(f"MCP server {spec.name!r}: {what} failed: {exc.message}") from None
             if exc.code != _CONNECTION_CLOSED:
                 raise ServerFailure(f"MCP server {spec.name!r} refused {what}: {exc.message}") from None
             tail = self._forget(spec)

@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 _CATALOG_CODE = ("i_mcp.__about__", "i_mcp.worker", "i_mcp.settings", "i_mcp.naming", "i_mcp.cache")
 """The modules whose code shapes a catalog (names, schemas, checks): an upgrade changes their stamps."""
 
-MAX_RESULT_BYTES = 16 * 1024 * 1024
-"""A tool result larger than this (text and images) is refused as too large, not passed on."""
 EXIT_GRACE_S = 0.9
 """How long the worker waits for its servers at exit: within the core's 1 s grace after stdin closes."""
 
@@ -176,13 +174,6 @@ class McpWorker(Worker):
             return {"output": f"error: {exc}", "is_error": True}
         if fresh is not None:
             cache.store_tools(request.paths.cache_dir, spec.digest, spec.name, fresh)
-        size = result_size(result)
-        if size > MAX_RESULT_BYTES:
-            return {
-                "output": f"error: the result of {tool!r} from MCP server {spec.name!r} is too large: "
-                f"{size / 2**20:.1f} MB, over i-mcp's limit of {MAX_RESULT_BYTES // 2**20} MB",
-                "is_error": True,
-            }
         return tool_answer(result)
 
 
@@ -195,22 +186,6 @@ def _relay(request: Request) -> Callable[[dict[str, Any]], object]:
 
 def _problem(server: str, reason: str, message: str, stderr_tail: str = "") -> dict[str, Any]:
     return {"server": server, "reason": reason, "message": message, "stderr_tail": stderr_tail}
-
-
-def result_size(result: Any) -> int:
-    """Bytes of a tool result's text and encoded images, roughly what it costs in a frame."""
-    size = 0
-    for block in result.content:
-        for field in ("text", "data"):
-            value = getattr(block, field, None)
-            if isinstance(value, str):
-                size += len(value)
-        resource = getattr(block, "resource", None)
-        for field in ("text", "blob"):
-            value = getattr(resource, field, None)
-            if isinstance(value, str):
-                size += len(value)
-    return size
 
 
 def _parameters(spec: ServerSpec, tool: dict[str, Any]) -> dict[str, Any]:
