@@ -194,7 +194,8 @@ def problem_lines(answer: dict[str, Any], module: str | None) -> list[str]:
         if not isinstance(entry, dict) or not isinstance(entry.get("server"), str):
             continue
         reason, message, tail = entry.get("reason"), entry.get("message"), entry.get("stderr_tail")
-        text = message if isinstance(message, str) and message else f"server {entry['server']!r}: {reason}"
+        said = reason if isinstance(reason, str) and reason else "unavailable"
+        text = message if isinstance(message, str) and message else f"server {entry['server']!r}: {said}"
         if isinstance(tail, str) and tail.strip() and tail.strip() not in text:
             text += f"; its stderr ends: {tail.strip()[-MAX_PROBLEM_CHARS:]}"
         who = f"{module}: " if module else ""
