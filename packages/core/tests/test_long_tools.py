@@ -11,7 +11,7 @@ import pytest
 from i_core.errors import ConfigError, WorkerFailure
 from i_core.handshake import Handshakes
 from i_core.hooks import HookRunner, problem_lines
-from i_core.manifest import Exec, parse_manifest
+from i_core.manifest import parse_manifest
 from i_core.pool import WorkerPool
 from i_protocol import paths_from_env
 from i_protocol.testing import scaled

@@ -3,6 +3,10 @@ for a required server, ``tools_list`` fails as before. Real i-mcp processes, rea
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import pytest
 
 from i_mcp.cache import cache_file
@@ -40,7 +44,7 @@ def test_a_broken_server_is_left_out_with_its_stderr_and_the_healthy_one_answers
 
 def test_without_the_problems_field_a_broken_server_still_fails_tools_list(env):
     env.write_config({"healthy": env.server(), "exits": env.server(env={"FIXTURE_FAIL_START": "bad folder"})})
-    with pytest.raises(ErrorFrame, match="MCP server 'exits' could not start.*its stderr ends: bad folder"):
+    with pytest.raises(ErrorFrame, match=r"MCP server 'exits' could not start.*its stderr ends: bad folder"):
         env.call(env.spawn(), "tools_list", {"tools": []})
 
 
@@ -95,3 +99,32 @@ def _digest(env, name: str) -> str:
     config = load_config_file(path, required=True)
     specs = parse_servers(config.data, path, config.base_dir, {"HOME": str(env.root)})
     return next(spec.digest for spec in specs if spec.name == name)
+
+
+def test_list_shows_each_servers_state_and_tools(env):
+    import subprocess
+
+    exe = Path(sys.executable).parent / "i-mcp"
+
+    env.write_config(
+        {"fixture": env.server(), "exits": env.server(env={"FIXTURE_FAIL_START": "bad folder"}), "bad": {"args": []}}
+    )
+    dirs = {f"I_{key.removesuffix('_dir').upper()}_DIR": value for key, value in env.paths.items()}
+    run_env = {"PATH": os.environ.get("PATH", ""), "HOME": str(env.root), **dirs}
+
+    def listing(*args: str) -> list[str]:
+        done = subprocess.run([str(exe), "--list", *args], env=run_env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    before = listing()
+    assert before[1].startswith("bad: invalid: ") and "mcpServers.bad.command" in before[1]
+    assert before[2:] == [
+        "fixture: not listed yet (it starts at the next session)",
+        "exits: not listed yet (it starts at the next session)",
+    ]
+    assert env.starts() == 0  # nothing started without --start
+    started = listing("--start")
+    assert started[2].startswith("fixture: ok, 7 tools: echo, picture")
+    assert started[3].startswith("exits: failed: MCP server 'exits' could not start") and "bad folder" in started[3]
+    assert listing()[2].startswith("fixture: listed, 7 tools")

@@ -27,12 +27,12 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-ProgressCallback = Callable[[dict[str, Any]], None]
-"""Receives each progress frame's ``{"message"?, "progress"?, "total"?}`` (checked) during a call."""
-
 from .errors import CallError, CallTimeout, ErrorFrame, FrameError
 from .framing import MAX_FRAME_BYTES, decode_frame, encode_frame, is_unsigned_id
 from .jsonsafe import dumps_safe, restore_surrogates, without_surrogates
+
+ProgressCallback = Callable[[dict[str, Any]], None]
+"""Receives each progress frame's ``{"message"?, "progress"?, "total"?}`` (checked) during a call."""
 
 DEFAULT_DEADLINE_S = 15.0
 """Seconds one call may take (SPEC §3.2): serialisation, the write and the wait for the answer."""
@@ -262,9 +262,7 @@ def _response_data(frame: dict[str, Any], request_id: int) -> dict[str, Any]:
         error = frame["error"]
         text = error if isinstance(error, str) else dumps_safe(error).decode()
         kind = frame.get("kind")
-        raise ErrorFrame(
-            f"answered with an error: {text}", kind=kind if isinstance(kind, str) else None, message=text
-        )
+        raise ErrorFrame(f"answered with an error: {text}", kind=kind if isinstance(kind, str) else None, message=text)
     data = frame.get("data")
     if not isinstance(data, dict):
         raise CallError(f"answered with {type(data).__name__} data, expected an object")

@@ -27,7 +27,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import IO, Any, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 import anyio
 import mcp.types as types
@@ -91,7 +91,7 @@ class StderrTail:
 
     def __init__(self, name: str) -> None:
         read_fd, write_fd = os.pipe()
-        self.writer: IO[str] = os.fdopen(write_fd, "w")
+        self.writer = cast("TextIO", os.fdopen(write_fd, "w"))
         self._reader = os.fdopen(read_fd, "rb")
         self._name = name
         self._lines: deque[str] = deque(maxlen=50)
@@ -268,15 +268,21 @@ class Servers:
         return self._loop.run(self._call(spec, tool, arguments, cwd, report, total), total)
 
     async def _call(
-        self, spec: ServerSpec, tool: str, arguments: dict[str, Any], cwd: str | None, report: Report | None, total: float
+        self,
+        spec: ServerSpec,
+        tool: str,
+        arguments: dict[str, Any],
+        cwd: str | None,
+        report: Report | None,
+        total: float,
     ) -> tuple[types.CallToolResult, list[dict[str, Any]] | None]:
         alive = _Liveness()
 
-        async def relay(progress: float, whole: float | None, message: str | None) -> None:
+        async def relay(progress: float, total: float | None, message: str | None) -> None:
             alive.touch()
             update: dict[str, Any] = {"progress": progress}
-            if whole is not None:
-                update["total"] = whole
+            if total is not None:
+                update["total"] = total
             if message:
                 update["message"] = message
             if report is not None:

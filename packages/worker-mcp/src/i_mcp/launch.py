@@ -49,9 +49,14 @@ def too_large_answer(head: bytes, tail: bytes, size: int) -> bytes | None:
         f"the server's answer is {size / 2**20:.1f} MB, over i-mcp's limit of {MAX_MESSAGE_BYTES // 2**20} MB "
         "(too large; it was not read)"
     )
-    body = b'{"jsonrpc":"2.0","id":' + found.group(1) + b',"error":{"code":%d,"message":"%s"}}\n' % (
-        TOO_LARGE,
-        message.encode(),
+    body = (
+        b'{"jsonrpc":"2.0","id":'
+        + found.group(1)
+        + b',"error":{"code":%d,"message":"%s"}}\n'
+        % (
+            TOO_LARGE,
+            message.encode(),
+        )
     )
     return body
 
@@ -64,7 +69,7 @@ def relay(source: object, sink: object, limit: int = MAX_MESSAGE_BYTES) -> None:
         line = read(limit + 1)
         if not line:
             return
-        if len(line) <= limit or line.endswith(b"\n") and len(line) == limit + 1:
+        if len(line) <= limit or (line.endswith(b"\n") and len(line) == limit + 1):
             write(line)
             flush()
             continue
@@ -91,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if not _die_with_parent():
         return 1  # the worker died before the signal was armed: nobody is left to serve
     try:
-        server = subprocess.Popen(args, stdout=subprocess.PIPE, preexec_fn=_die_with_parent)  # noqa: PLW1509
+        server = subprocess.Popen(args, stdout=subprocess.PIPE, preexec_fn=_die_with_parent)
     except OSError as exc:
         print(f"i-mcp launch: cannot run {args[0]}: {exc.strerror or exc}", file=sys.stderr)
         return 127

@@ -44,7 +44,15 @@ DEFAULT_STARTUP_TIMEOUT_S = 120.0
 """How long a server listed at session start may take to start (an ``npx`` download included)."""
 MAX_ENV_FILE_CHARS = 64 * 1024
 _SERVER_FIELDS = ("command", "args", "env", "cwd", "timeout", "idle_timeout", "startup_timeout", "required", "type")
-EXPANDABLE = ("HOME", "PATH", "TEMP", "TMP", "USERPROFILE", "SystemRoot", *(f"I_{d}_DIR" for d in ("CONFIG", "DATA", "CACHE", "RUNTIME")))
+EXPANDABLE = (
+    "HOME",
+    "PATH",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "SystemRoot",
+    *(f"I_{d}_DIR" for d in ("CONFIG", "DATA", "CACHE", "RUNTIME")),
+)
 """The variables ``${VAR}`` may name: the environment a worker gets (SPEC §3.2), nothing else."""
 _VARIABLE = r"\$\{([^}:]*)(?::-([^}]*))?\}"
 
@@ -154,7 +162,9 @@ def _server(
     cwd = optional_str(entry, "cwd", None, file=source, at=at)
     if cwd is not None:
         cwd = expand(cwd, variables, f"{where}.cwd")
-    timeout = optional_number(entry, "timeout", DEFAULT_TIMEOUT_S, file=source, at=at, minimum=0.1, maximum=MAX_TIMEOUT_S)
+    timeout = optional_number(
+        entry, "timeout", DEFAULT_TIMEOUT_S, file=source, at=at, minimum=0.1, maximum=MAX_TIMEOUT_S
+    )
     idle = optional_number(
         entry, "idle_timeout", DEFAULT_IDLE_TIMEOUT_S, file=source, at=at, minimum=0.1, maximum=MAX_IDLE_TIMEOUT_S
     )

@@ -120,8 +120,11 @@ class McpWorker(Worker):
                 if got.failure is not None and (spec.required or not lenient):
                     raise got.failure
                 problems.append(
-                    _problem(spec.name, "starting", f"MCP server {spec.name!r} is still starting; its tools are offered "
-                             "from the next session on")
+                    _problem(
+                        spec.name,
+                        "starting",
+                        f"MCP server {spec.name!r} is still starting; its tools are offered from the next session on",
+                    )
                     if got.starting
                     else _problem(spec.name, "failed", str(got.failure), getattr(got.failure, "stderr_tail", ""))
                 )
@@ -147,8 +150,13 @@ class McpWorker(Worker):
 
     def main(self, argv: Sequence[str] | None = None) -> int:
         """``Worker.main``, then every server stopped (its stdin closed, its process tree ended)."""
+        args = list(sys.argv[1:] if argv is None else argv)
+        if "--list" in args:
+            from .listing import list_servers
+
+            return list_servers(args)
         try:
-            return super().main(argv)
+            return super().main(args)
         finally:
             if self._servers is not None:
                 self._servers.close_all(grace=EXIT_GRACE_S)
