@@ -47,7 +47,7 @@ Report = Callable[[dict[str, Any]], object]
 """Relays one progress update ``{"message"?, "progress"?, "total"?}`` (a progress frame)."""
 MAX_STDERR_TAIL_CHARS = 2000
 """What a problem or a failure quotes of a server's stderr: its last characters."""
-LIST_WAIT_S = float(os.environ.get("I_MCP_LIST_WAIT_S") or 10.0)
+LIST_WAIT_S = float(os.environ.get("I_MCP_LIST_WAIT_S") or 8.0)
 """How long ``tools_list`` waits for a server that is not cached yet before answering without it
 (``I_MCP_LIST_WAIT_S`` overrides it, for tests and benches; the core passes no such variable)."""
 MAX_PAGES = 100
