@@ -51,6 +51,11 @@ class Env:
         self.workers.append(worker)
         return worker
 
+    def call_with(self, worker: WorkerProcess, event: str, data: dict[str, Any], **context: Any) -> dict[str, Any]:
+        """``call`` with more request context (``mcp_project``)."""
+        full = {"workspace": str(self.workspace), "workspace_id": WORKSPACE_ID, "paths": self.paths, **context}
+        return worker.call(event, data, context=full, timeout=scaled(15))
+
     def call(self, worker: WorkerProcess, event: str, data: dict[str, Any], **options: Any) -> dict[str, Any]:
         context = {"workspace": str(self.workspace), "workspace_id": WORKSPACE_ID, "paths": self.paths}
         return worker.call(event, data, context=context, timeout=scaled(15), **options)

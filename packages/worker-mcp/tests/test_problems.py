@@ -128,3 +128,30 @@ def test_list_shows_each_servers_state_and_tools(env):
     assert started[2].startswith("fixture: ok, 7 tools: echo, picture")
     assert started[3].startswith("exits: failed: MCP server 'exits' could not start") and "bad folder" in started[3]
     assert listing()[2].startswith("fixture: listed, 7 tools")
+
+
+def test_an_approved_project_file_adds_its_servers_and_a_changed_one_is_left_out(env):
+    import hashlib
+
+    import orjson
+
+    env.write_config({"user": env.server()})
+    project_file = env.workspace / ".mcp.json"
+    content = orjson.dumps({"mcpServers": {"proj": env.server(), "user": {"command": "other"}}})
+    project_file.write_bytes(content)
+    approved = {"path": str(project_file), "sha256": hashlib.sha256(content).hexdigest()}
+    worker = env.spawn()
+    answer = env.call_with(worker, "tools_list", dict(SHOWS_PROBLEMS), mcp_project=approved)
+    assert _names(answer) == {"user", "proj"}
+    (clash,) = answer["problems"]
+    assert clash["server"] == "user" and "the user's mcp.json names a server 'user' too" in clash["message"]
+    assert str(project_file) in [stamp["path"] for stamp in answer["depends_on"]]
+    # Changed after its approval: not used at all.
+    project_file.write_bytes(content + b" ")
+    changed = env.call_with(env.spawn(), "tools_list", dict(SHOWS_PROBLEMS), mcp_project=approved)
+    assert _names(changed) == {"user"}
+    assert [p["message"] for p in changed["problems"]] == [
+        f"{project_file} changed since it was approved; it is not used"
+    ]
+    # Without the core's word (no mcp_project), the file is never read.
+    assert _names(env.call(env.spawn(), "tools_list", dict(SHOWS_PROBLEMS))) == {"user"}

@@ -485,6 +485,7 @@ def run_console(argv: list[str], redactor: Redactor | None = None) -> int:
             runtime.manifest, runtime.pool, {"workspace": runtime.workspace, "workspace_id": runtime.workspace_id}
         )
         reader = _LineQueue(queue, screen)
+    _project_mcp(runtime, screen, ask=sys.stdin.isatty() and sys.stderr.isatty() and not args.yolo)
     with runtime:
         # While the first workers start (and MCP servers' tools are listed): httpx is imported on a
         # helper thread, and the agent and the session are loaded here.
@@ -551,6 +552,26 @@ def run_console(argv: list[str], redactor: Redactor | None = None) -> int:
             if not args.quiet:
                 _summary(agent, session.path, screen)
     return 0
+
+
+def _project_mcp(runtime: object, screen: Screen, *, ask: bool) -> None:
+    """Pass the project's ``.mcp.json`` to the MCP worker once the user approved it (``project_mcp``)."""
+    from .project_mcp import project_context
+    from .runtime import Runtime
+
+    assert isinstance(runtime, Runtime)
+    if not runtime.hooks.subscribers("tools_list"):
+        return
+
+    def yes(question: str) -> bool:
+        screen.note(f"[i] {question} [y/N]: ", end="")
+        return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+    found = project_context(
+        runtime.workspace, runtime.workspace_id, runtime.paths.data_dir, yes if ask else None, screen.note
+    )
+    if found is not None:
+        runtime.hooks.context["mcp_project"] = found
 
 
 class _UsageMeter:

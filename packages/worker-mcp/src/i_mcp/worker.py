@@ -15,7 +15,7 @@ never loses a server silently.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from i_protocol import Request, Worker, WorkerError
@@ -87,10 +87,14 @@ class McpWorker(Worker):
                 raise entry.error
             problems.append(_problem(entry.name, "config", str(entry.error)))
         specs = parsed.specs
+        project, project_stamp = _project_servers(request, {spec.name for spec in specs}, problems)
+        specs = (*specs, *project)
         key = (request.paths.cache_dir, *(spec.digest for spec in specs))
         found = self._catalogs.get(key)
         if found is None or (found.problems and request.event == "tools_list"):  # a new session tries again
             found = self._catalogs[key] = self._build(specs, request, config_stamp, lenient)
+        if project_stamp is not None:  # the answer depends on the project's file too
+            found = Catalog(found.schemas, found.targets, (*found.stamps, project_stamp), found.problems)
         if problems:
             found = Catalog(found.schemas, found.targets, found.stamps, (*problems, *found.problems))
         return found
@@ -183,6 +187,55 @@ class McpWorker(Worker):
         if fresh is not None:
             cache.store_tools(request.paths.cache_dir, spec.digest, spec.name, fresh)
         return tool_answer(result)
+
+
+def _project_servers(
+    request: Request, taken: set[str], problems: list[dict[str, Any]]
+) -> tuple[tuple[ServerSpec, ...], dict[str, Any] | None]:
+    """The servers of the project's ``.mcp.json`` the core passed as approved (``mcp_project: {path,
+    sha256}``, request context), and the file's stamp; a file changed since its approval, a broken
+    entry or a name the user's mcp.json already has is left out and said in ``problems``."""
+    project = request.frame.get("mcp_project")
+    if not isinstance(project, dict) or not isinstance(project.get("path"), str):
+        return (), None
+    import hashlib
+    import os
+
+    import orjson
+
+    from i_protocol.files import read_bytes
+
+    path = project["path"]
+    stamp = file_stamp(path)  # before it is read
+    try:
+        content = read_bytes(path, 1024 * 1024, what="project .mcp.json")
+        data = orjson.loads(content)
+    except (OSError, ValueError, WorkerError) as exc:
+        problems.append(_problem(".mcp.json", "config", f"{path}: cannot be read: {exc}"))
+        return (), stamp
+    if hashlib.sha256(content).hexdigest() != project.get("sha256") or not isinstance(data, dict):
+        problems.append(_problem(".mcp.json", "config", f"{path} changed since it was approved; it is not used"))
+        return (), stamp
+    try:
+        parsed = parse_config(data, path, os.path.dirname(path), worker_variables(request.paths.as_dict()))
+    except McpConfigError as exc:
+        problems.append(_problem(".mcp.json", "config", str(exc)))
+        return (), stamp
+    problems += [_problem(entry.name, "config", str(entry.error)) for entry in parsed.broken]
+    kept = []
+    for spec in parsed.specs:
+        if spec.name in taken:
+            problems.append(
+                _problem(
+                    spec.name,
+                    "config",
+                    f"{spec.where}: the user's mcp.json names a server {spec.name!r} too; the project's is not used",
+                )
+            )
+            continue
+        # Never required: a project file cannot stop a session.
+        kept.append(replace(spec, required=False, cwd=spec.cwd or request.workspace))
+    return tuple(kept), stamp
 
 
 def _relay(request: Request) -> Callable[[dict[str, Any]], object]:
