@@ -179,7 +179,8 @@ class McpWorker(Worker):
         spec, tool = target
         from .content import tool_answer
 
-        report = _relay(request) if request.wants_progress else None
+        # getattr: an i-protocol from before progress frames has no wants_progress (and no host sends it).
+        report = _relay(request) if getattr(request, "wants_progress", False) else None
         try:
             result, fresh = self.servers.call(spec, tool, arguments, request.workspace, report)
         except ServerFailure as exc:
