@@ -3,12 +3,13 @@ result in the model's next request, and servers that crash or hang without stopp
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 
-from i_mcp.settings import MAX_TIMEOUT_S
+from i_mcp.settings import MAX_IDLE_TIMEOUT_S as MAX_TIMEOUT_S
 from i_protocol.testing import scaled
 from i_scripted import ScriptedModel
 
@@ -97,17 +98,89 @@ def test_a_server_that_crashes_or_hangs_is_a_tool_error_and_the_session_goes_on(
     assert _tool_messages(model.requests[5])[-1] == "echo: hello"
 
 
-def test_a_literal_secret_in_mcp_json_stops_the_start_naming_it(i, write_config, plugins, project, dirs):
+def test_a_literal_secret_in_a_required_entry_stops_the_start_as_a_configuration_error(
+    i, write_config, plugins, project, dirs
+):
     plugins("mcp")
     secret = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
-    entry = {"command": sys.executable, "args": [str(SERVER)], "env": {"GITHUB_TOKEN": secret}}
+    entry = {"command": sys.executable, "args": [str(SERVER)], "env": {"GITHUB_TOKEN": secret}, "required": True}
     (dirs["config"] / "mcp.json").write_bytes(orjson.dumps({"mcpServers": {"fixture": entry}}))
     with ScriptedModel([{"text": "never"}]) as model:
         write_config(model.base_url)
         result = i("-C", str(project), "--yolo", "hi")
-    assert result.returncode == 6
-    assert "mcpServers.fixture.env.GITHUB_TOKEN" in result.stderr and secret not in result.stderr
+    assert result.returncode == 3, result.stderr  # a configuration error, naming the file and the field
+    assert f"{dirs['config'] / 'mcp.json'}: mcpServers.fixture.env.GITHUB_TOKEN" in result.stderr
+    assert "hook failed" not in result.stderr and secret not in result.stderr
     assert model.requests == []
+
+
+def test_an_invalid_mcp_json_exits_3_naming_the_file_and_the_field(i, write_config, plugins, project, dirs):
+    plugins("mcp")
+    (dirs["config"] / "mcp.json").write_bytes(b'{"mcpServers": []}')
+    with ScriptedModel([{"text": "never"}]) as model:
+        write_config(model.base_url)
+        result = i("-C", str(project), "--yolo", "hi")
+    assert result.returncode == 3, result.stderr
+    assert "mcp.json: mcpServers must be an object" in result.stderr.strip().splitlines()[-1]
+
+
+def test_a_broken_server_is_left_out_and_named_with_its_stderr_while_the_healthy_one_answers(
+    i, write_config, plugins, project, dirs
+):
+    plugins("mcp")
+    said = "Error: None of the specified directories are accessible"
+    broken = {"command": sys.executable, "args": [str(SERVER)], "env": {"FIXTURE_FAIL_START": said}}
+    secret = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    github = {"command": "github-mcp-server", "args": ["stdio"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": secret}}
+    healthy = {"command": sys.executable, "args": [str(SERVER)]}
+    servers = {"fs": broken, "github": github, "fixture": healthy}
+    (dirs["config"] / "mcp.json").write_bytes(orjson.dumps({"mcpServers": servers}))
+    with ScriptedModel(_echo_steps() + _echo_steps()) as model:
+        write_config(model.base_url)
+        first = i("-C", str(project), "--yolo", "say hello")
+        second = i("-C", str(project), "--yolo", "--json", "say hello")
+    assert first.returncode == 0, first.stderr
+    assert _tool_messages(model.requests[1]) == ["echo: hello"]
+    offered = {tool["function"]["name"] for tool in model.requests[0].body["tools"]}
+    assert "mcp__fixture__echo" in offered and not any(
+        name.startswith(("mcp__fs__", "mcp__github__")) for name in offered
+    )
+    warnings = [line for line in first.stderr.splitlines() if line.startswith("i: warning:")]
+    assert len(warnings) == 2, first.stderr  # once each
+    (fs,) = [line for line in warnings if "'fs'" in line]
+    (gh,) = [line for line in warnings if "mcpServers.github" in line]
+    assert "MCP server 'fs' could not start" in fs and said in fs
+    assert "mcpServers.github.env.GITHUB_PERSONAL_ACCESS_TOKEN" in gh and secret not in first.stderr
+    # Never kept: the next session tries again and says so again, in --json too.
+    assert second.returncode == 0, second.stderr
+    result = orjson.loads(second.stdout)
+    assert result["exit"] == 0 and len(result["warnings"]) == 2
+    assert any(said in warning for warning in result["warnings"])
+
+
+def test_the_reference_servers_from_pypi_list_their_tools_and_answer(i, write_config, plugins, project, dirs):
+    """mcp-server-time and mcp-server-git (installed in this env by tox.ini), started by their console scripts."""
+    plugins("mcp")
+    bin_dir = Path(sys.executable).parent
+    servers = {
+        "time": {"command": str(bin_dir / "mcp-server-time"), "args": ["--local-timezone", "UTC"]},
+        "git": {"command": str(bin_dir / "mcp-server-git"), "args": ["--repository", str(project)]},
+    }
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (dirs["config"] / "mcp.json").write_bytes(orjson.dumps({"mcpServers": servers}))
+    call = {
+        "name": "mcp__time__convert_time",
+        "arguments": {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+    }
+    with ScriptedModel([{"tool_calls": [call]}, {"text": "done"}]) as model:
+        write_config(model.base_url)
+        result = i("-C", str(project), "--yolo", "what time is it in Tokyo at noon UTC")
+    assert result.returncode == 0, result.stderr
+    offered = {tool["function"]["name"] for tool in model.requests[0].body["tools"]}
+    assert {"mcp__time__get_current_time", "mcp__time__convert_time"} <= offered
+    assert "mcp__git__git_status" in offered and len([n for n in offered if n.startswith("mcp__git__")]) >= 10
+    (answer,) = _tool_messages(model.requests[1])
+    assert "21:00" in answer and "Asia/Tokyo" in answer
 
 
 def test_check_mcp_passes_for_the_installed_worker(i):
@@ -181,3 +254,11 @@ def test_an_mcp_image_under_inits_config_is_left_out_then_sent_once_image_tokens
         second = i("-C", str(project), "--yolo", "--session-name", "s", "and now?")
     assert second.returncode == 0, second.stderr
     assert b"data:image/png" in orjson.dumps(model.requests[2].body)
+
+
+def test_runtime_versions_shows_each_mcp_server_from_i_mcp_list(i, plugins, dirs):
+    plugins("mcp")
+    _mcp_json(dirs["config"])
+    result = i("--runtime", "versions")
+    assert "mcp servers (" in result.stdout, result.stdout + result.stderr
+    assert "  fixture: not listed yet (it starts at the next session)" in result.stdout

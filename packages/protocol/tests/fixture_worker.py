@@ -50,6 +50,24 @@ def noisy(data: dict, request) -> dict:
     return data
 
 
+@worker.hook("progress", extension=True)
+def progress(data: dict, request) -> dict:
+    """``count`` progress frames ``every`` seconds apart, then the answer (late reports afterwards drop)."""
+    sent = []
+    for step in range(int(data.get("count", 3))):
+        time.sleep(float(data.get("every", 0.0)))
+        sent.append(request.report_progress(f"step {step + 1}", step + 1, data.get("count", 3)))
+    time.sleep(float(data.get("then", 0.0)))
+    return {"sent": sent, "wants": request.wants_progress}
+
+
+@worker.hook("bad_settings", extension=True)
+def bad_settings(data: dict, request) -> dict:
+    from i_protocol.errors import SettingsError
+
+    raise SettingsError("fixture.json: field x must be a number")
+
+
 @worker.hook("sleep", extension=True)
 def sleep(data: dict, request) -> dict:
     time.sleep(float(data.get("seconds", 60)))

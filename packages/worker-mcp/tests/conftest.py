@@ -45,15 +45,20 @@ class Env:
     def starts(self) -> int:
         return self.log.read_text().count("start") if self.log.exists() else 0
 
-    def spawn(self) -> WorkerProcess:
-        env = {"PATH": os.environ.get("PATH", ""), "PYTHONUTF8": "1"}
+    def spawn(self, **extra: str) -> WorkerProcess:
+        env = {"PATH": os.environ.get("PATH", ""), "PYTHONUTF8": "1", "HOME": str(self.root), **extra}
         worker = WorkerProcess.spawn([str(EXE)], env=env, cwd=str(self.root))
         self.workers.append(worker)
         return worker
 
-    def call(self, worker: WorkerProcess, event: str, data: dict[str, Any]) -> dict[str, Any]:
+    def call_with(self, worker: WorkerProcess, event: str, data: dict[str, Any], **context: Any) -> dict[str, Any]:
+        """``call`` with more request context (``mcp_project``)."""
+        full = {"workspace": str(self.workspace), "workspace_id": WORKSPACE_ID, "paths": self.paths, **context}
+        return worker.call(event, data, context=full, timeout=scaled(15))
+
+    def call(self, worker: WorkerProcess, event: str, data: dict[str, Any], **options: Any) -> dict[str, Any]:
         context = {"workspace": str(self.workspace), "workspace_id": WORKSPACE_ID, "paths": self.paths}
-        return worker.call(event, data, context=context, timeout=scaled(15))
+        return worker.call(event, data, context=context, timeout=scaled(15), **options)
 
 
 @pytest.fixture

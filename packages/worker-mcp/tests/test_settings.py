@@ -31,7 +31,7 @@ def test_the_claude_desktop_shape_is_read_with_defaults():
         ({"mcpServers": {"s": {"command": "x", "args": "a b"}}}, "mcp.json: mcpServers.s.args must be an array"),
         ({"mcpServers": {"s": {"command": "x", "url": "http://h"}}}, "mcp.json: mcpServers.s: unknown field(s) url"),
         ({"mcpServers": {"s": {"command": "x", "type": "sse"}}}, "only stdio servers are supported"),
-        ({"mcpServers": {"s": {"command": "x", "timeout": 15}}}, "mcp.json: mcpServers.s.timeout must be"),
+        ({"mcpServers": {"s": {"command": "x", "timeout": 601}}}, "mcp.json: mcpServers.s.timeout must be"),
         ({"mcpServers": {"s": {"command": "x", "env": {"N": 3}}}}, 'mcpServers.s.env.N must be a string or {"file"'),
         ({"mcpServers": {"s": {"command": "x", "env": {"N": {"path": "f"}}}}}, "unknown field(s) path"),
     ],

@@ -19,12 +19,14 @@ def test_tools_list_announces_every_tool_under_its_mcp_name_and_keeps_other_fiel
     assert answer["x_unrelated"] == 1
     tools = {tool["name"]: tool for tool in answer["tools"]}
     assert sorted(tools) == [
+        "mcp__fixture__big",
         "mcp__fixture__crash",
         "mcp__fixture__echo",
         "mcp__fixture__env_value",
         "mcp__fixture__hang",
         "mcp__fixture__picture",
-    ]
+        "mcp__fixture__steps",
+    ]  # not as_task: it runs only as an MCP task, which i-mcp does not run
     echo = tools["mcp__fixture__echo"]
     assert echo["description"] == "(MCP server 'fixture', tool 'echo') Echo the text back."
     assert echo["parameters"]["type"] == "object" and echo["parameters"]["required"] == ["text"]
@@ -59,7 +61,7 @@ def test_the_cache_lets_a_new_worker_start_without_starting_the_server(env):
     assert env.starts() == 1
     fresh = env.spawn()
     answer = env.call(fresh, "tools_list", {"tools": []})
-    assert len(answer["tools"]) == 5 and env.starts() == 1  # answered from the cache: no server started
+    assert len(answer["tools"]) == 7 and env.starts() == 1  # answered from the cache: no server started
     # The server starts on its first call.
     assert env.call(fresh, "tool", {"name": "mcp__fixture__echo", "arguments": {"text": "x"}})["output"] == "echo: x"
     assert env.starts() == 2

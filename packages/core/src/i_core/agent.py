@@ -127,6 +127,7 @@ class Agent:
     def __init__(self, runtime: Runtime, config: ApiConfig, session: Session, options: AgentOptions) -> None:
         self.runtime = runtime
         self.hooks = runtime.hooks
+        self.hooks.progress = options.progress  # a long tool's progress frames (SPEC §3.4)
         self.config = config
         self.session = session
         self.options = options

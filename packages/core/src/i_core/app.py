@@ -89,6 +89,7 @@ def run_agent(args: argparse.Namespace, redactor: Redactor | None = None) -> int
     session_file = _session_file(args, runtime)
     screen = Screen(sys.stdout, sys.stderr, progress=not args.quiet, redactor=redactor)
     reader = _steering_reader(runtime, session_file, screen) if interactive else None
+    _project_mcp(runtime, screen, ask=sys.stdin.isatty() and sys.stderr.isatty() and not args.yolo)
     with runtime:
         # While the first workers start (and MCP servers' tools are listed): httpx is imported on a
         # helper thread, and the agent and the session are loaded here.
@@ -99,6 +100,24 @@ def run_agent(args: argparse.Namespace, redactor: Redactor | None = None) -> int
         agent = _agent(args, runtime, config, session_file, screen, reader)
         _run(agent, args, screen, reader, attached, redactor)
     return 0
+
+
+def _project_mcp(runtime: Runtime, screen: Screen, *, ask: bool) -> None:
+    """Pass the project's ``.mcp.json`` to the MCP worker once the user approved it (``project_mcp``)."""
+    from .project_mcp import project_context
+
+    if not runtime.hooks.subscribers("tools_list"):
+        return
+
+    def yes(question: str) -> bool:
+        screen.note(f"[i] {question} [y/N]: ", end="")
+        return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+    found = project_context(
+        runtime.workspace, runtime.workspace_id, runtime.paths.data_dir, yes if ask else None, screen.note
+    )
+    if found is not None:
+        runtime.hooks.context["mcp_project"] = found
 
 
 def _api_config(args: argparse.Namespace, paths: Paths, redactor: Redactor) -> ApiConfig:
@@ -167,6 +186,8 @@ def _agent(
     from .session import open_session
 
     runtime.ready()  # a worker that failed to list its tools ends the run before a session is opened
+    for problem in runtime.hooks.problems:  # a server left out: said once, the session goes on
+        screen.failure(f"i: warning: {problem}")
     session = open_session(
         session_file,
         runtime.workspace,
@@ -276,6 +297,7 @@ def _print_json_result(
         "compact_attempts": agent.stats.compact_attempts,
         "budget": agent.stats.last_budget,
         "images_left_out": agent.stats.images_left_out,
+        "warnings": [redactor.scrub(line) for line in agent.hooks.problems],
         "session": str(path) if path.exists() else None,
     }
     last = agent.options.out.last_reply if isinstance(agent.options.out, AnswerStream) else None

@@ -8,6 +8,7 @@ budgeting on).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,11 @@ class HookRunner:
         # Top-level request context (workspace, workspace_id): fixed by the core, never by the model.
         self.context = dict(context)
         self._by_event: dict[str, list[HookEntry]] = {}
+        self.problems: list[str] = []
+        """What ``tools_list`` subscribers left out and why (their ``problems``), one line each, said
+        once per session by the console (stderr, and ``warnings`` of ``--json``)."""
+        self.progress: Callable[[str], None] | None = None
+        """Where a tool's progress text goes (the console's progress line); None: not asked for."""
 
     def subscribers(self, event: str) -> list[HookEntry]:
         """Hooks subscribed to ``event`` (computed once per event)."""
@@ -160,13 +166,17 @@ class HookRunner:
         announced: dict[str, ToolEntry] = {}
         what = "hook failed on 'tools_list'"
         for index, hook in enumerate(self.subscribers("tools_list")):
-            sent: dict[str, Any] = {"tools": []}
+            # ``problems: []`` says this core shows problems (SPEC §3.4): a worker may then leave a
+            # broken server out instead of failing; one that does not know the field returns it as is.
+            sent: dict[str, Any] = {"tools": [], "problems": []}
             schemas = _kept_schemas((answers or {}).get(index), sent)
             if schemas is None:
                 answer = self.pool.call(hook.exec, "tools_list", sent, self.context, module=hook.module)
                 stamps = _checked(depends_on, answer, sent, what, hook, "the session did not start")
                 schemas = _checked(CHECKS["tools_list"], answer, sent, what, hook, "the session did not start")
-                if stamps is not None and kept is not None:
+                problems = problem_lines(answer, hook.module) if self._declared_by(hook, "problems") else []
+                self.problems += problems
+                if stamps is not None and kept is not None and not problems:  # never keep an answer with problems
                     kept.store(hook, self.context, list(schemas), stamps)
             for schema in schemas:
                 name = schema["name"]
@@ -186,7 +196,9 @@ class HookRunner:
         """Run the external tool ``name``; its answer must hold a text ``output`` (images are checked per batch)."""
         tool = self._tool(name)
         sent = {"name": name, "arguments": arguments}
-        answer = self.pool.call(tool.exec, "tool", sent, self.context, module=tool.module)
+        shown = self.progress
+        progress = None if shown is None else partial(_show_progress, shown, name)
+        answer = self.pool.call(tool.exec, "tool", sent, self.context, module=tool.module, progress=progress)
         result: ToolResult = _checked(CHECKS["tool"], answer, sent, f"tool {name!r} failed", tool)
         return result
 
@@ -195,6 +207,38 @@ class HookRunner:
         if tool is None:
             raise WorkerFailure(f"unknown tool {name!r}")
         return tool
+
+
+MAX_PROBLEMS = 50
+MAX_PROBLEM_CHARS = 2000
+
+
+def problem_lines(answer: dict[str, Any], module: str | None) -> list[str]:
+    """One line per entry of a ``tools_list`` answer's ``problems`` ``[{server, reason, message?,
+    stderr_tail?}]`` (bounded; malformed entries are skipped): what the worker left out and why."""
+    found = answer.get("problems")
+    if not isinstance(found, list):
+        return []
+    lines: list[str] = []
+    for entry in found[:MAX_PROBLEMS]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("server"), str):
+            continue
+        reason, message, tail = entry.get("reason"), entry.get("message"), entry.get("stderr_tail")
+        said = reason if isinstance(reason, str) and reason else "unavailable"
+        text = message if isinstance(message, str) and message else f"server {entry['server']!r}: {said}"
+        if isinstance(tail, str) and tail.strip() and tail.strip() not in text:
+            text += f"; its stderr ends: {tail.strip()[-MAX_PROBLEM_CHARS:]}"
+        who = f"{module}: " if module else ""
+        lines.append(who + text[:MAX_PROBLEM_CHARS].replace("\n", " | "))
+    return lines
+
+
+def _show_progress(show: Callable[[str], None], name: str, update: dict[str, Any]) -> None:
+    """A tool's progress frame as console text: ``NAME: message (3/10)``."""
+    done, total, message = update.get("progress"), update.get("total"), update.get("message")
+    count = f"{done:g}/{total:g}" if done is not None and total is not None else f"{done:g}" if done is not None else ""
+    text = " ".join(part for part in (message or "", f"({count})" if count else "") if part)
+    show(f"{name}: {text}" if text else f"{name} is working")
 
 
 def _kept_schemas(answer: dict[str, Any] | None, sent: dict[str, Any]) -> tuple[dict[str, Any], ...] | None:

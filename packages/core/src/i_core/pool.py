@@ -17,11 +17,11 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from i_protocol import CallError, Paths
-from i_protocol.host import DEFAULT_DEADLINE_S, WorkerProcess
+from i_protocol import CallError, ErrorFrame, Paths
+from i_protocol.host import DEFAULT_DEADLINE_S, PROGRESS_CEILING_S, ProgressCallback, WorkerProcess
 from i_protocol.host import DEFAULT_STDERR_LIMIT as DEFAULT_IO_LIMIT
 
-from .errors import WorkerFailure, WorkerIncompatible
+from .errors import ConfigError, WorkerFailure, WorkerIncompatible
 from .manifest import Exec
 
 if TYPE_CHECKING:
@@ -50,9 +50,17 @@ class HostedWorker(Protocol):
         ...
 
     def call(
-        self, event: str, data: dict[str, Any], *, context: Mapping[str, Any] | None = None, timeout: float = ...
+        self,
+        event: str,
+        data: dict[str, Any],
+        *,
+        context: Mapping[str, Any] | None = None,
+        timeout: float = ...,
+        progress: ProgressCallback | None = ...,
+        ceiling: float = ...,
     ) -> dict[str, Any]:
-        """One request and its answer's ``data``; a ``CallError`` when the call failed."""
+        """One request and its answer's ``data``; a ``CallError`` when the call failed (``progress``:
+        SPEC §3.4's progress frames, passed only to a worker that declared them)."""
         ...
 
     def kill(self) -> None:
@@ -172,22 +180,33 @@ class WorkerPool:
         *,
         module: str | None = None,
         deadline: float | None = None,
+        progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
         """One call under the deadline (``deadline`` seconds instead of the pool's, for a provider's
         ``provider_request``: SPEC §3.4); on any failure the worker is evicted and killed.
 
         ``module`` names the worker in the one ``WorkerFailure`` a failure becomes (with the
         host's ``CallError`` as its cause): ``hook failed on 'EVENT': worker MODULE (COMMAND) PROBLEM``,
-        or ``tool 'NAME' failed: ...`` for the ``tool`` event.
+        or ``tool 'NAME' failed: ...`` for the ``tool`` event. ``progress`` receives the worker's
+        progress frames when it declared the ``progress`` extension (each restarts the deadline, up to
+        ``PROGRESS_CEILING_S``); an error frame of kind ``config`` from a worker that declared
+        ``config_kind`` is a ``ConfigError`` (exit 3) with the worker's own message.
         """
         worker: HostedWorker | None = None
         try:
             worker = self._get(spec)
             self._greet(spec, worker, module)
-            return worker.call(event, data, context=context, timeout=deadline or self.deadline)
+            timeout = deadline or self.deadline
+            if progress is not None and self._declared(spec, "progress"):
+                return worker.call(
+                    event, data, context=context, timeout=timeout, progress=progress, ceiling=PROGRESS_CEILING_S
+                )
+            return worker.call(event, data, context=context, timeout=timeout)
         except CallError as exc:
             if worker is not None:
                 self._evict(spec, worker)
+            if isinstance(exc, ErrorFrame) and exc.kind == "config" and self._declared(spec, "config_kind"):
+                raise ConfigError(exc.message) from exc
             what = f"tool {data.get('name')!r} failed" if event == "tool" else f"hook failed on {event!r}"
             if event == "provider_request":
                 what = "the model provider failed (no built-in adapter is used instead)"
@@ -206,6 +225,9 @@ class WorkerPool:
             raise WorkerFailure(
                 f"hook failed on 'hello': worker {describe_worker(spec, module)} {exc.problem}"
             ) from exc
+
+    def _declared(self, spec: Exec, extension: str) -> bool:
+        return self.handshakes is not None and self.handshakes.declared(spec, extension)
 
     def _greet(self, spec: Exec, worker: HostedWorker, module: str | None) -> None:
         """The handshake at a process's first call: one round trip at most (none with a kept answer)."""

@@ -21,9 +21,10 @@ judged by its ``--version`` line.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ from .plugins import load_bindings, load_plugins
 from .pool import worker_environment
 from .terminal_text import for_terminal
 from .version_line import VERSION_TIMEOUT_S, VersionAnswer, ask_version
+
+MAX_LISTING_LINES = 100
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class ModuleVersion:
     """``answered`` (the worker answered ``hello``), ``silent`` (data unchanged), or None (not asked)."""
     extensions: list[str] | None = None
     """The extension names the worker declared in ``hello``."""
+    servers: list[str] | None = None
+    """For ``mcp``: what ``i-mcp --list`` said, a line per MCP server (its state and tools)."""
 
 
 def verdict(
@@ -151,6 +156,39 @@ def _configured_provider(config_dir: Path) -> Exec | None:
 
 
 def _row(module: str, selected: bool, bindings: dict[str, dict[str, Any]], env: dict[str, str]) -> ModuleVersion:
+    row = _program_row(module, selected, bindings, env)
+    if module != "mcp" or not selected or row.exec is None or row.status == "missing" or row.problem:
+        return row
+    cwd = bindings[module].get("cwd") if module in bindings else None
+    return replace(row, servers=ask_listing(row.exec, cwd, env))
+
+
+def ask_listing(argv: list[str], cwd: str | None, env: dict[str, str]) -> list[str]:
+    """What ``PROGRAM --list`` says (i-mcp: each MCP server's state and tools, nothing started), at most
+    ``MAX_LISTING_LINES`` lines; one line saying why when it did not answer."""
+    try:
+        done = subprocess.run(
+            [*argv, "--list"],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return [f"--list did not answer within {VERSION_TIMEOUT_S:g} s"]
+    except OSError as exc:
+        return [f"--list: cannot run: {exc.strerror or exc}"]
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return [f"--list failed: {last[:300]}"]
+    return [line[:300] for line in done.stdout.strip().splitlines()[:MAX_LISTING_LINES]]
+
+
+def _program_row(
+    module: str, selected: bool, bindings: dict[str, dict[str, Any]], env: dict[str, str]
+) -> ModuleVersion:
     if module in bindings:
         argv, cwd = list(bindings[module]["exec"]), bindings[module].get("cwd")
         return _asked(module, selected, "bound", argv, None, _both(argv, cwd, env))
@@ -252,5 +290,10 @@ def run_command(*, json: bool) -> int:
         for line in table:
             # Versions and problems are what the workers answered: shown, never obeyed.
             print(for_terminal("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(line[:8])) + "  " + line[8]))
+        for r in rows:
+            if r.servers:  # what i-mcp --list said: shown through the sanitiser, never obeyed
+                print(for_terminal(f"{r.module} servers ({r.servers[0]}):"))
+                for server in r.servers[1:]:
+                    print(for_terminal(f"  {server}"))
     broken = [r for r in rows if r.selected and (r.status == "missing" or r.problem or r.verdict == "incompatible")]
     return EXIT_WORKER if broken else 0

@@ -44,6 +44,10 @@ __all__ = [
 class ProtocolError(Exception):
     """Base class of every expected failure raised by i-protocol."""
 
+    kind: str | None = None
+    """Written as the error frame's ``kind`` when a handler raises it (SPEC §3.4: ``"config"`` for a
+    worker's configuration error, read by a host that knows the ``config_kind`` extension)."""
+
 
 class FrameError(ProtocolError):
     """A frame broke the wire rules: size, JSON, object shape, newline."""
@@ -55,6 +59,8 @@ class ContextError(ProtocolError):
 
 class ConfigError(ProtocolError):
     """A worker configuration file is missing, unreadable or invalid."""
+
+    kind = "config"
 
 
 class WorkspaceError(ProtocolError):
@@ -87,7 +93,13 @@ class CallTimeout(CallError):
 
 
 class ErrorFrame(CallError):
-    """The worker answered the call with an error frame."""
+    """The worker answered the call with an error frame; ``kind`` is the frame's ``kind`` (``"config"``:
+    a configuration error of the worker, SPEC §3.4), ``message`` its ``error`` text."""
+
+    def __init__(self, problem: str, *, worker: str | None = None, kind: str | None = None, message: str = "") -> None:
+        super().__init__(problem, worker=worker)
+        self.kind = kind
+        self.message = message or problem
 
 
 class HistoryError(ProtocolError):

@@ -230,8 +230,16 @@ class FinishRequest(TypedDict):
     messages: list[Message]
 
 
+class Problem(TypedDict):
+    server: str
+    reason: str
+    message: NotRequired[str]
+    stderr_tail: NotRequired[str]
+
+
 class ToolsListRequest(TypedDict):
     tools: list[object]
+    problems: NotRequired[list[Problem]]
 
 
 class ToolRequest(TypedDict):
@@ -379,6 +387,7 @@ class ToolSchema(TypedDict):
 
 class ToolsListAnswer(TypedDict, total=False):
     tools: list[ToolSchema]
+    problems: list[Problem]
 
 
 class Nothing(TypedDict):

@@ -24,15 +24,22 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import CallError, CallTimeout, ErrorFrame, FrameError
 from .framing import MAX_FRAME_BYTES, decode_frame, encode_frame, is_unsigned_id
 from .jsonsafe import dumps_safe, restore_surrogates, without_surrogates
 
+ProgressCallback = Callable[[dict[str, Any]], None]
+"""Receives each progress frame's ``{"message"?, "progress"?, "total"?}`` (checked) during a call."""
+
 DEFAULT_DEADLINE_S = 15.0
 """Seconds one call may take (SPEC §3.2): serialisation, the write and the wait for the answer."""
+PROGRESS_CEILING_S = 600.0
+"""However often a worker reports progress, a call ends this many seconds after it began (SPEC §3.4)."""
+MAX_PROGRESS_MESSAGE_CHARS = 1000
+"""A progress frame's ``message`` is cut to this many characters before the host's callback sees it."""
 DEFAULT_STDERR_LIMIT = 1024 * 1024
 """Bytes of a worker's stderr kept (the most recent ones); the core's ``io_limit_bytes`` default."""
 _READ_CHUNK = 1 << 20
@@ -236,6 +243,10 @@ def parse_response(line: bytes, request_id: int) -> dict[str, Any]:
     An error frame is an ``ErrorFrame``; a line that is no frame, another id, or data that is not
     an object is a ``CallError``. For hosts that run a worker in their own process, and the tests.
     """
+    return _response_data(_frame_of(line, request_id), request_id)
+
+
+def _frame_of(line: bytes, request_id: int) -> dict[str, Any]:
     try:
         frame = decode_frame(line)
     except FrameError as exc:
@@ -243,13 +254,46 @@ def parse_response(line: bytes, request_id: int) -> dict[str, Any]:
     got = frame.get("id")
     if not is_unsigned_id(got) or got != request_id:
         raise CallError(f"answered id {got!r} to request id {request_id}")
+    return frame
+
+
+def _response_data(frame: dict[str, Any], request_id: int) -> dict[str, Any]:
     if "error" in frame:
         error = frame["error"]
-        raise ErrorFrame(f"answered with an error: {error if isinstance(error, str) else dumps_safe(error).decode()}")
+        text = error if isinstance(error, str) else dumps_safe(error).decode()
+        kind = frame.get("kind")
+        raise ErrorFrame(f"answered with an error: {text}", kind=kind if isinstance(kind, str) else None, message=text)
     data = frame.get("data")
     if not isinstance(data, dict):
         raise CallError(f"answered with {type(data).__name__} data, expected an object")
     return data
+
+
+def progress_of(frame: dict[str, Any]) -> dict[str, Any] | None:
+    """The checked ``progress`` of a progress frame (None: the frame is the answer), or a CallError.
+
+    A progress frame is ``{"id", "progress": {"message"?: str, "progress"?: number, "total"?: number}}``
+    with neither ``data`` nor ``error``; the message is cut to ``MAX_PROGRESS_MESSAGE_CHARS``.
+    """
+    if "progress" not in frame or "data" in frame or "error" in frame:
+        return None
+    body = frame["progress"]
+    if not isinstance(body, dict):
+        raise CallError("sent a progress frame whose progress is not an object")
+    update: dict[str, Any] = {}
+    message = body.get("message")
+    if message is not None:
+        if not isinstance(message, str):
+            raise CallError("sent a progress frame whose message is not a string")
+        update["message"] = message[:MAX_PROGRESS_MESSAGE_CHARS]
+    for key in ("progress", "total"):
+        value = body.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise CallError(f"sent a progress frame whose {key} is not a number")
+        update[key] = value
+    return update
 
 
 class WorkerProcess:
@@ -340,12 +384,18 @@ class WorkerProcess:
         *,
         context: Mapping[str, Any] | None = None,
         timeout: float = DEFAULT_DEADLINE_S,
+        progress: ProgressCallback | None = None,
+        ceiling: float = PROGRESS_CEILING_S,
     ) -> dict[str, Any]:
         """Send one request and return its ``data``; any failure marks this worker broken.
 
         The deadline covers serialisation, the write and the wait for the answer. Every
         ``CallError`` names this worker and, unless the worker answered with an error frame, ends
         with the tail of its stderr (what usually explains a crash or a protocol violation).
+
+        ``progress`` opts in to progress frames (SPEC §3.4, extension ``progress``): the request
+        carries ``"progress": true``, each progress frame goes to the callback and restarts the
+        deadline, and the call still ends ``ceiling`` seconds after it began.
         """
         deadline = time.monotonic() + timeout
         with self._lock:
@@ -358,14 +408,42 @@ class WorkerProcess:
                 message: dict[str, Any] = {"id": request_id, "event": event}
                 if context:
                     message.update(context)
+                if progress is not None:
+                    message["progress"] = True
                 message["data"] = data
                 frame, originals = _frame_for_worker(message)
                 self._write(frame, deadline)
-                answer = parse_response(self._read_line(deadline), request_id)
+                if progress is None:
+                    answer = parse_response(self._read_line(deadline), request_id)
+                else:
+                    answer = self._answer_after_progress(request_id, deadline, timeout, progress, ceiling)
                 return restore_surrogates(answer, originals) if originals else answer
             except CallError as exc:
                 self._failed(exc)
                 raise
+
+    def _answer_after_progress(
+        self, request_id: int, deadline: float, timeout: float, report: ProgressCallback, ceiling: float
+    ) -> dict[str, Any]:
+        """The answer's data, reading the progress frames before it: each restarts the deadline."""
+        end = deadline - timeout + ceiling
+        deadline = min(deadline, end)
+        while True:
+            try:
+                line = self._read_line(deadline)
+            except CallTimeout:
+                if time.monotonic() >= end:
+                    raise CallTimeout(
+                        f"did not answer within the ceiling of {ceiling:g} s (progress frames keep a call "
+                        "alive up to it)"
+                    ) from None
+                raise CallTimeout(f"did not answer or report progress within {timeout:g} s") from None
+            frame = _frame_of(line, request_id)
+            update = progress_of(frame)
+            if update is None:
+                return _response_data(frame, request_id)
+            report(update)
+            deadline = min(time.monotonic() + timeout, end)
 
     def call_frame(self, frame: bytes, *, timeout: float = DEFAULT_DEADLINE_S) -> bytes:
         """Send a pre-encoded frame and return the raw response line (for benchmarks and tests)."""

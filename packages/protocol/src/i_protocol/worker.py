@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .__about__ import PROTOCOL_VERSION
@@ -75,6 +76,31 @@ class Request:
             raise WorkerError("request has neither workspace_id nor workspace; cannot locate workspace state")
         return self._worker.workspace_id_for(self._context.workspace, self.paths.data_dir)
 
+    @property
+    def wants_progress(self) -> bool:
+        """True when the host opted in to progress frames for this request (``"progress": true``)."""
+        return self.frame.get("progress") is True
+
+    def report_progress(
+        self, message: str | None = None, progress: float | None = None, total: float | None = None
+    ) -> bool:
+        """Write a progress frame for this request (SPEC §3.4), from any thread, while it is handled.
+
+        Only real progress of the work is reported, never a timer's. False (nothing written) when the
+        host did not opt in, or once the request was answered (a late report is dropped, never sent
+        after the answer, where the host would read it as the next answer).
+        """
+        if not self.wants_progress:
+            return False
+        body: dict[str, Any] = {}
+        if message is not None:
+            body["message"] = message
+        if progress is not None:
+            body["progress"] = progress
+        if total is not None:
+            body["total"] = total
+        return self._worker.emit_progress(self.id, body)
+
     def state_dir(self) -> Path:
         """``data_dir/workspaces/<id>/``: this workspace's persistent state folder."""
         from .workspace import workspace_state_dir
@@ -100,6 +126,9 @@ class Worker:
         self._config_cache = ConfigCache()
         self._env_paths: Paths | None = None
         self._workspace_ids: dict[tuple[str, str], str] = {}
+        self._frames_out: BinaryIO | None = None
+        self._progress_lock = threading.Lock()
+        self._progress_id: int | None = None  # the request whose progress may be written now
 
     # -- registration -------------------------------------------------------------------
 
@@ -196,16 +225,39 @@ class Worker:
         if not is_unsigned_id(raw_id):
             raise _NoId(f"request has no valid id (must be an unsigned integer), got {raw_id!r}")
         request_id: int = raw_id  # type: ignore[assignment]
+        progress = frame.get("progress") is True
+        if progress:
+            with self._progress_lock:
+                self._progress_id = request_id
         try:
             data = self._dispatch(frame)
         except ProtocolError as exc:
-            return {"id": request_id, "error": str(exc) or type(exc).__name__}
+            answer: dict[str, Any] = {"id": request_id, "error": str(exc) or type(exc).__name__}
+            if exc.kind is not None:
+                answer["kind"] = exc.kind
+            return answer
         except Exception as exc:  # a handler bug must not kill the loop
             import traceback
 
             traceback.print_exc(file=sys.stderr)
             return {"id": request_id, "error": f"{self.dist_name}: internal error: {type(exc).__name__}: {exc}"}
+        finally:
+            if progress:
+                with self._progress_lock:
+                    self._progress_id = None
         return {"id": request_id, "data": data}
+
+    def emit_progress(self, request_id: int, body: dict[str, Any]) -> bool:
+        """Write ``{"id", "progress": body}`` now, while request ``request_id`` is being handled (any
+        thread); False when it is not (answered already) or there is no frame stream (in-process use)."""
+        with self._progress_lock:
+            if self._progress_id != request_id or self._frames_out is None:
+                return False
+            try:
+                frame = encode_frame({"id": request_id, "progress": body})
+            except ProtocolError:
+                return False
+            return self._write(self._frames_out, frame)
 
     def _dispatch(self, frame: dict[str, Any]) -> dict[str, Any]:
         event = frame.get("event")
@@ -280,6 +332,7 @@ class Worker:
         Every response is flushed at once. A frame whose id cannot be read is answered with a
         message on stderr and a non-zero exit, because no response could be matched to it.
         """
+        self._frames_out = writer
         while True:
             line, oversized = read_line(reader)
             if not line:

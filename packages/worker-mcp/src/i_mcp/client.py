@@ -3,10 +3,17 @@
 The MCP SDK is asyncio; the i_protocol handlers are synchronous and answer one request at a
 time. So the worker runs one event loop in a daemon thread and each handler hands it a coroutine
 (``asyncio.run_coroutine_threadsafe``) and waits for it with a bound. A server starts on first
-use and its session stays open for the next calls. Every request to a server (its start-up
-included) has the server's deadline (``timeout``, 10 s by default, below the core's 15 s); a
-server that exits, breaks the protocol or does not answer in time is stopped and forgotten, so
-the next call starts it afresh, and the failure is one ``ServerFailure`` naming the server.
+use and its session stays open for the next calls.
+
+Deadlines: a call may go ``idle_timeout`` seconds (14 by default, below the core's 15 s) without
+a sign of life, and lasts at most ``timeout`` seconds (60 by default) while the server reports
+progress (``notifications/progress``, relayed as progress frames when the core opted in; without
+the opt-in a call ends at the idle deadline). A server being listed at session start gets
+``LIST_WAIT_S`` before the answer goes out without it (reason ``starting``) and goes on starting in
+the background up to its ``startup_timeout``, its list then cached for the next session. A server
+that exits, breaks the protocol or does not answer in time is stopped and forgotten, so the next
+call starts it afresh; the failure is one ``ServerFailure`` naming the server, with the tail of
+what the server wrote on stderr.
 """
 
 from __future__ import annotations
@@ -17,8 +24,10 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TextIO, TypeVar, cast
 
 import anyio
 import mcp.types as types
@@ -30,9 +39,17 @@ from i_protocol import WorkerError
 
 from .__about__ import __version__
 from .errors import ServerFailure
+from .launch import TOO_LARGE
 from .settings import ServerSpec, server_env
 
 T = TypeVar("T")
+Report = Callable[[dict[str, Any]], object]
+"""Relays one progress update ``{"message"?, "progress"?, "total"?}`` (a progress frame)."""
+MAX_STDERR_TAIL_CHARS = 2000
+"""What a problem or a failure quotes of a server's stderr: its last characters."""
+LIST_WAIT_S = float(os.environ.get("I_MCP_LIST_WAIT_S") or 8.0)
+"""How long ``tools_list`` waits for a server that is not cached yet before answering without it
+(``I_MCP_LIST_WAIT_S`` overrides it, for tests and benches; the core passes no such variable)."""
 MAX_PAGES = 100
 """tools/list pages read from one server (a server that pages forever is cut off here)."""
 _BACKSTOP_S = 0.5
@@ -55,6 +72,10 @@ class EventLoop:
                 self._loop = loop
             return self._loop
 
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Start ``coroutine`` on the loop without waiting for it."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._started())
+
     def run(self, coroutine: Coroutine[Any, Any, T], deadline: float) -> T:
         """The coroutine's result; it must end within ``deadline`` seconds (it enforces that itself)."""
         future = asyncio.run_coroutine_threadsafe(coroutine, self._started())
@@ -63,6 +84,45 @@ class EventLoop:
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise ServerFailure(f"the MCP client did not finish within {deadline:g} s") from None
+
+
+class StderrTail:
+    """A server's stderr through a pipe: copied to the worker's stderr, its last lines kept."""
+
+    def __init__(self, name: str) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = cast("TextIO", os.fdopen(write_fd, "w"))
+        self._reader = os.fdopen(read_fd, "rb")
+        self._name = name
+        self._lines: deque[str] = deque(maxlen=50)
+        self._thread = threading.Thread(target=self._drain, name=f"i-mcp-stderr-{name}", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        with self._reader:
+            for raw in self._reader:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                self._lines.append(line)
+                try:
+                    sys.stderr.write(f"[{self._name}] {line}\n")
+                    sys.stderr.flush()
+                except (OSError, ValueError):
+                    pass
+
+    def close_writer(self) -> None:
+        """Drop this process's copy of the write end (the server holds its own)."""
+        try:
+            self.writer.close()
+        except OSError:
+            pass
+
+    def tail(self, wait: float = 0.0) -> str:
+        """The last lines the server wrote (at most ``MAX_STDERR_TAIL_CHARS``), after waiting up to
+        ``wait`` seconds for an exited server's last words."""
+        if wait:
+            self._thread.join(wait)
+        text = "\n".join(self._lines).strip()
+        return text[-MAX_STDERR_TAIL_CHARS:]
 
 
 class Connection:
@@ -75,6 +135,7 @@ class Connection:
         # Through i_mcp.launch: a server dies with its worker, even when the worker is SIGKILLed.
         launch = ["-m", "i_mcp.launch", spec.command, *spec.args]
         self._params = StdioServerParameters(command=sys.executable, args=launch, env=self._env, cwd=self._cwd)
+        self.stderr = StderrTail(spec.name)
         self._scope = anyio.CancelScope()
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -88,6 +149,7 @@ class Connection:
     async def open(self) -> None:
         """Start the server and initialise its session; ``ServerFailure`` when it cannot."""
         if _program(self.spec.command, self._env, self._cwd) is None:
+            self.stderr.close_writer()
             # Said here: through the launcher, a missing program is only "connection closed".
             raise ServerFailure(
                 f"MCP server {self.spec.name!r} could not start: {self.spec.command}: no such program "
@@ -95,18 +157,30 @@ class Connection:
             )
         self._task = asyncio.create_task(self._run())
         ready = asyncio.create_task(self._ready.wait())
-        await asyncio.wait({self._task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            await asyncio.wait({self._task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
         if self._ready.is_set():
             return
-        ready.cancel()
         problem = self._task.exception() if not self._task.cancelled() else None
-        raise ServerFailure(f"MCP server {self.spec.name!r} could not start: {_describe(problem)}")
+        tail = await asyncio.to_thread(self.stderr.tail, 0.5)  # the exited server's last words
+        raise ServerFailure(
+            f"MCP server {self.spec.name!r} could not start: {_describe(problem)}{_quoted(tail)}", stderr_tail=tail
+        )
 
     async def _run(self) -> None:
+        try:
+            await self._serve()
+        finally:
+            self.stderr.close_writer()
+
+    async def _serve(self) -> None:
         with self._scope:
-            async with stdio_client(self._params, errlog=sys.stderr) as (read, write):
+            async with stdio_client(self._params, errlog=self.stderr.writer) as (read, write):
                 info = types.Implementation(name="i-mcp", version=__version__)
                 async with ClientSession(read, write, client_info=info) as session:
+                    self.stderr.close_writer()  # the server holds its copy: EOF comes when it exits
                     await session.initialize()
                     self.session = session
                     self._ready.set()
@@ -123,6 +197,16 @@ class Connection:
         return self._task
 
 
+@dataclass(frozen=True)
+class Listed:
+    """One server's answer at session start: its tools, or why it has none now."""
+
+    tools: list[dict[str, Any]] | None
+    failure: ServerFailure | None = None
+    starting: bool = False
+    """Not started within ``LIST_WAIT_S``: it goes on starting, its list cached for the next session."""
+
+
 class Servers:
     """The servers of this worker process, keyed by the digest of their mcp.json entry."""
 
@@ -130,69 +214,138 @@ class Servers:
         self._loop = EventLoop()
         self._connections: dict[str, Connection] = {}  # touched only on the loop's thread
         self._stopping: list[Connection] = []
+        self._starting: dict[str, asyncio.Task[list[dict[str, Any]]]] = {}  # loop thread only
+        self.list_wait = LIST_WAIT_S
 
-    def list_tools(self, specs: tuple[ServerSpec, ...], cwd: str | None) -> list[list[dict[str, Any]]]:
-        """Each server's tools (``name``, ``description``, ``input_schema``), listed concurrently."""
+    def list_tools(
+        self,
+        specs: tuple[ServerSpec, ...],
+        cwd: str | None,
+        on_listed: Callable[[ServerSpec, list[dict[str, Any]]], None],
+    ) -> list[Listed]:
+        """Each server's tools, listed concurrently, within ``wait`` seconds; a server still starting
+        then goes on in the background (up to its ``startup_timeout``) and ``on_listed`` gets its
+        tools when it is done (every listed server's tools go there, on the loop's thread)."""
         if not specs:
             return []
-        deadline = max(spec.timeout for spec in specs)
+        wait = self.list_wait
 
-        async def every() -> list[list[dict[str, Any]]]:
-            return list(await asyncio.gather(*(self._list(spec, cwd) for spec in specs)))
+        async def every() -> list[Listed]:
+            tasks = [self._listing(spec, cwd, on_listed) for spec in specs]
+            await asyncio.wait(tasks, timeout=wait)
+            return [_listed(task) for task in tasks]
 
-        return self._loop.run(every(), deadline)
+        return self._loop.run(every(), wait)
+
+    def _listing(
+        self, spec: ServerSpec, cwd: str | None, on_listed: Callable[[ServerSpec, list[dict[str, Any]]], None]
+    ) -> asyncio.Task[list[dict[str, Any]]]:
+        """The task that starts and lists ``spec`` (one per server, shared by repeated requests)."""
+        found = self._starting.get(spec.digest)
+        if found is not None and not found.done():
+            return found
+
+        async def listing() -> list[dict[str, Any]]:
+            async def start_and_list() -> list[dict[str, Any]]:
+                session, _ = await self._session(spec, cwd, join=False)
+                return await _tools_of(session)
+
+            tools = await self._guarded(spec, start_and_list(), "its start", spec.startup_timeout, None)
+            on_listed(spec, tools)
+            return tools
+
+        task = self._starting[spec.digest] = asyncio.ensure_future(listing())
+        task.add_done_callback(_said_in_background)
+        return task
 
     def call(
-        self, spec: ServerSpec, tool: str, arguments: dict[str, Any], cwd: str | None
+        self, spec: ServerSpec, tool: str, arguments: dict[str, Any], cwd: str | None, report: Report | None = None
     ) -> tuple[types.CallToolResult, list[dict[str, Any]] | None]:
-        """One tools/call within the server's deadline (start-up included), and the server's tool list
-        when this call started it (so a changed list reaches the cache for the next session)."""
-        return self._loop.run(self._call(spec, tool, arguments, cwd), spec.timeout)
-
-    async def _list(self, spec: ServerSpec, cwd: str | None) -> list[dict[str, Any]]:
-        async def listing() -> list[dict[str, Any]]:
-            session, _ = await self._session(spec, cwd)
-            return await _tools_of(session)
-
-        return await self._guarded(spec, listing(), "tools/list")
+        """One tools/call (start-up included) and the server's tool list when this call started it (so a
+        changed list reaches the cache for the next session). With ``report`` the server's progress
+        notifications are relayed to it and keep the call alive up to the server's ``timeout``."""
+        total = spec.timeout if report is not None else min(spec.timeout, spec.idle_timeout)
+        return self._loop.run(self._call(spec, tool, arguments, cwd, report, total), total)
 
     async def _call(
-        self, spec: ServerSpec, tool: str, arguments: dict[str, Any], cwd: str | None
+        self,
+        spec: ServerSpec,
+        tool: str,
+        arguments: dict[str, Any],
+        cwd: str | None,
+        report: Report | None,
+        total: float,
     ) -> tuple[types.CallToolResult, list[dict[str, Any]] | None]:
+        alive = _Liveness()
+
+        async def relay(progress: float, total: float | None, message: str | None) -> None:
+            alive.touch()
+            update: dict[str, Any] = {"progress": progress}
+            if total is not None:
+                update["total"] = total
+            if message:
+                update["message"] = message
+            if report is not None:
+                report(update)
+
         async def calling() -> tuple[types.CallToolResult, list[dict[str, Any]] | None]:
             session, started = await self._session(spec, cwd)
-            result = await session.call_tool(tool, arguments)
+            alive.touch()  # its start-up had the idle deadline; the call gets its own
+            result = await session.call_tool(tool, arguments, progress_callback=relay if report is not None else None)
+            if not isinstance(result, types.CallToolResult):
+                raise ServerFailure(f"MCP server {spec.name!r} answered the call of {tool!r} with no tool result")
             return result, (await _tools_of(session) if started else None)
 
-        return await self._guarded(spec, calling(), f"the call of {tool!r}")
+        return await self._guarded(spec, calling(), f"the call of {tool!r}", total, alive)
 
-    async def _guarded(self, spec: ServerSpec, work: Coroutine[Any, Any, T], what: str) -> T:
-        """``work`` within the server's deadline; any failure but a refused request forgets the server."""
+    async def _guarded(
+        self, spec: ServerSpec, work: Coroutine[Any, Any, T], what: str, total: float, alive: _Liveness | None
+    ) -> T:
+        """``work`` within ``total`` seconds, and ``spec.idle_timeout`` seconds since ``alive`` last moved
+        (when given); any failure but a refused request forgets the server."""
         try:
-            async with asyncio.timeout(spec.timeout):
-                return await work
+            return await _within(work, total, spec.idle_timeout if alive is not None else total, alive)
         except WorkerError:  # ServerFailure, or an env file that cannot be read
             self._forget(spec)
             raise
-        except TimeoutError:
-            self._forget(spec)
+        except _Idle:
+            tail = self._forget(spec)
             raise ServerFailure(
-                f"MCP server {spec.name!r} did not answer {what} within {spec.timeout:g} s; "
-                "it was stopped and starts again on the next call"
+                f"MCP server {spec.name!r} neither answered {what} nor reported progress for {spec.idle_timeout:g} s; "
+                f"it was stopped and starts again on the next call{_quoted(tail)}",
+                stderr_tail=tail,
+            ) from None
+        except TimeoutError:
+            tail = self._forget(spec)
+            raise ServerFailure(
+                f"MCP server {spec.name!r} did not answer {what} within {total:g} s; "
+                f"it was stopped and starts again on the next call{_quoted(tail)}",
+                stderr_tail=tail,
             ) from None
         except MCPError as exc:
+            if exc.code == TOO_LARGE:  # i_mcp.launch did not pass the answer on
+                raise ServerFailure(f"MCP server {spec.name!r}: {what} failed: {exc.message}") from None
             if exc.code != _CONNECTION_CLOSED:
                 raise ServerFailure(f"MCP server {spec.name!r} refused {what}: {exc.message}") from None
-            self._forget(spec)
+            tail = self._forget(spec)
             raise ServerFailure(
-                f"MCP server {spec.name!r} exited during {what} (connection closed); it starts again on the next call"
+                f"MCP server {spec.name!r} exited during {what} (connection closed); it starts again on the next "
+                f"call{_quoted(tail)}",
+                stderr_tail=tail,
             ) from None
         except Exception as exc:  # a broken reply: the SDK's validation, a pipe error
-            self._forget(spec)
-            raise ServerFailure(f"MCP server {spec.name!r} failed during {what}: {_describe(exc)}") from None
+            tail = self._forget(spec)
+            raise ServerFailure(
+                f"MCP server {spec.name!r} failed during {what}: {_describe(exc)}{_quoted(tail)}", stderr_tail=tail
+            ) from None
 
-    async def _session(self, spec: ServerSpec, cwd: str | None) -> tuple[ClientSession, bool]:
-        """The server's open session, and whether it was started just now."""
+    async def _session(self, spec: ServerSpec, cwd: str | None, *, join: bool = True) -> tuple[ClientSession, bool]:
+        """The server's open session, and whether it was started just now (``join``: after the start
+        ``tools_list`` began, when it is still under way)."""
+        starting = self._starting.get(spec.digest)
+        if join and starting is not None and not starting.done():
+            # Started at session start and still starting: wait for that start (its deadline holds).
+            await asyncio.wait({starting})
         connection = self._connections.get(spec.digest)
         started = connection is None or not connection.alive
         if started:
@@ -203,17 +356,22 @@ class Servers:
         assert connection is not None and connection.session is not None
         return connection.session, started
 
-    def _forget(self, spec: ServerSpec) -> None:
+    def _forget(self, spec: ServerSpec) -> str:
+        """Stop and forget the server; the tail of its stderr so far."""
         connection = self._connections.pop(spec.digest, None)
-        if connection is not None:
-            connection.close()
-            self._stopping = [c for c in self._stopping if c.task is not None and not c.task.done()]
-            self._stopping.append(connection)
+        if connection is None:
+            return ""
+        connection.close()
+        self._stopping = [c for c in self._stopping if c.task is not None and not c.task.done()]
+        self._stopping.append(connection)
+        return connection.stderr.tail()
 
     def close_all(self, grace: float) -> None:
         """Stop every server, those already stopping included, waiting at most ``grace`` seconds."""
 
         async def stop() -> None:
+            for task in self._starting.values():
+                task.cancel()
             for connection in self._connections.values():
                 connection.close()
             tasks = {c.task for c in (*self._connections.values(), *self._stopping) if c.task is not None}
@@ -227,14 +385,75 @@ class Servers:
             pass  # a server that outlives the grace is left to the SDK's kill of its process tree
 
 
+class _Idle(Exception):
+    """No sign of life (an answer, a progress notification) within the idle deadline."""
+
+
+class _Liveness:
+    """When the work last showed it was alive (its start, each progress notification)."""
+
+    def __init__(self) -> None:
+        self.last = asyncio.get_running_loop().time()
+
+    def touch(self) -> None:
+        self.last = asyncio.get_running_loop().time()
+
+
+async def _within(work: Coroutine[Any, Any, T], total: float, idle: float, alive: _Liveness | None) -> T:
+    """``work``'s result; ``TimeoutError`` past ``total`` seconds, ``_Idle`` past ``idle`` seconds since
+    ``alive`` last moved. The work is cancelled (and awaited) either way."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    end = loop.time() + total
+    try:
+        while True:
+            idle_end = (alive.last if alive is not None else loop.time()) + idle
+            wait = min(end, idle_end) - loop.time()
+            if wait <= 0:
+                raise TimeoutError if loop.time() >= end else _Idle
+            done, _ = await asyncio.wait({task}, timeout=wait)
+            if done:
+                return task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+
+
+def _listed(task: asyncio.Task[list[dict[str, Any]]]) -> Listed:
+    if not task.done():
+        return Listed(None, starting=True)
+    if task.cancelled():
+        return Listed(None, ServerFailure("its start was cancelled"))
+    problem = task.exception()
+    if problem is None:
+        return Listed(task.result())
+    if isinstance(problem, ServerFailure):
+        return Listed(None, problem)
+    raise problem
+
+
+def _said_in_background(task: asyncio.Task[list[dict[str, Any]]]) -> None:
+    """A start that failed after ``tools_list`` answered is said on stderr (and its exception retrieved)."""
+    if not task.cancelled() and task.exception() is not None:
+        print(f"i-mcp: {task.exception()}", file=sys.stderr)
+
+
+def _quoted(tail: str) -> str:
+    return f"; its stderr ends: {tail}" if tail else ""
+
+
 async def _tools_of(session: ClientSession) -> list[dict[str, Any]]:
-    """Every page of tools/list, as ``{"name", "description", "input_schema"}``."""
+    """Every page of tools/list, as ``{"name", "description", "input_schema"}``, without the tools that
+    can only run as MCP tasks (``execution.taskSupport: "required"``: i-mcp does not run tasks)."""
     tools: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
         tools += [
-            {"name": t.name, "description": t.description or "", "input_schema": t.input_schema} for t in page.tools
+            {"name": t.name, "description": t.description or "", "input_schema": t.input_schema}
+            for t in page.tools
+            if not (t.execution is not None and t.execution.task_support == "required")
         ]
         cursor = page.next_cursor
         if not cursor:

@@ -17,8 +17,18 @@ __all__ = ["McpConfigError", "ServerFailure"]
 
 
 class McpConfigError(WorkerError):
-    """mcp.json (or a file it names) is invalid; the message names the file, the server and the field."""
+    """mcp.json (or a file it names) is invalid; the message names the file, the server and the field.
+
+    Its error frame carries ``"kind": "config"`` (SPEC §3.4): the core exits as for its own
+    configuration errors."""
+
+    kind = "config"
 
 
 class ServerFailure(WorkerError):
-    """A server could not start, exited, broke the protocol or did not answer within its deadline."""
+    """A server could not start, exited, broke the protocol or did not answer within its deadline;
+    ``stderr_tail`` is the end of what it wrote on stderr (empty when nothing)."""
+
+    def __init__(self, message: str, *, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.stderr_tail = stderr_tail

@@ -4,12 +4,18 @@ Its tools are not known when the program starts, so they cannot be registered by
 tools of other workers: ``McpWorker`` answers every ``tool`` request from the catalog of the
 request's mcp.json. The catalog comes from each server's cached tool list, so a session starts
 without starting any server; only a server with no cached list is started (and listed) then.
+
+A server that cannot be used (a broken entry, a program that is missing or exits, one still
+starting) is left out and reported in the answer's ``problems`` when the request asks for them
+(``tools_list`` data carrying ``problems: []``: a core that shows them, SPEC §3.4); otherwise, and
+for a server marked ``"required": true``, ``tools_list`` fails as it always did, so an older core
+never loses a server silently.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from i_protocol import Request, Worker, WorkerError
@@ -19,10 +25,10 @@ from . import cache
 from .__about__ import __version__
 from .errors import McpConfigError, ServerFailure
 from .naming import exposed_name
-from .settings import ServerSpec, parse_servers
+from .settings import ServerSpec, parse_config, worker_variables
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from .client import Servers
 
@@ -43,6 +49,8 @@ class Catalog:
     """Model-facing name -> (server, the server's own tool name)."""
     stamps: tuple[dict[str, Any], ...] = ()
     """``file_stamp`` of every file the catalog was built from (``tools_list``'s ``depends_on``)."""
+    problems: tuple[dict[str, Any], ...] = ()
+    """``{server, reason, message, stderr_tail}`` of each server left out (``tools_list``'s ``problems``)."""
 
 
 class McpWorker(Worker):
@@ -51,7 +59,7 @@ class McpWorker(Worker):
     def __init__(self) -> None:
         super().__init__("mcp", __version__, dist_name="i-worker-mcp")
         # Declared in `hello` (SPEC §3.4); an attribute, so an older i-protocol only ignores it.
-        self.extensions = ("tools_list",)
+        self.extensions = ("config_kind", "problems", "progress", "tools_list")
         self._servers: Servers | None = None
         self._catalogs: dict[tuple[str, ...], Catalog] = {}
 
@@ -64,27 +72,66 @@ class McpWorker(Worker):
             self._servers = Servers()
         return self._servers
 
-    def catalog(self, request: Request) -> Catalog:
-        """The catalog of the request's mcp.json (remembered while the entries and cache dir are the same)."""
+    def catalog(self, request: Request, *, lenient: bool = False) -> Catalog:
+        """The catalog of the request's mcp.json (remembered while the entries and cache dir are the same,
+        unless a server was left out). ``lenient``: a server that cannot be used is left out and said in
+        ``problems`` (unless it is required); otherwise it fails the request."""
         config_stamp = file_stamp(request.config_path())  # before it is read
         config = request.config()
-        specs = parse_servers(config.data, config.path or "mcp.json", config.base_dir)
+        parsed = parse_config(
+            config.data, config.path or "mcp.json", config.base_dir, worker_variables(request.paths.as_dict())
+        )
+        problems: list[dict[str, Any]] = []
+        for entry in parsed.broken:
+            if entry.required or not lenient:
+                raise entry.error
+            problems.append(_problem(entry.name, "config", str(entry.error)))
+        specs = parsed.specs
+        project, project_stamp = _project_servers(request, {spec.name for spec in specs}, problems)
+        specs = (*specs, *project)
         key = (request.paths.cache_dir, *(spec.digest for spec in specs))
         found = self._catalogs.get(key)
-        if found is None:
-            found = self._catalogs[key] = self._build(specs, request, config_stamp)
+        if found is None or (found.problems and request.event == "tools_list"):  # a new session tries again
+            found = self._catalogs[key] = self._build(specs, request, config_stamp, lenient)
+        if project_stamp is not None:  # the answer depends on the project's file too
+            found = Catalog(found.schemas, found.targets, (*found.stamps, project_stamp), found.problems)
+        if problems:
+            found = Catalog(found.schemas, found.targets, found.stamps, (*problems, *found.problems))
         return found
 
-    def _build(self, specs: tuple[ServerSpec, ...], request: Request, config_stamp: dict[str, Any]) -> Catalog:
+    def _build(
+        self, specs: tuple[ServerSpec, ...], request: Request, config_stamp: dict[str, Any], lenient: bool
+    ) -> Catalog:
         cache_dir = request.paths.cache_dir
         stamps = {spec.digest: file_stamp(cache.cache_file(cache_dir, spec.digest)) for spec in specs}
         listed = {spec.digest: cache.load_tools(cache_dir, spec.digest) for spec in specs}
         missing = tuple(spec for spec in specs if listed[spec.digest] is None)
+        problems: list[dict[str, Any]] = []
         if missing:
-            for spec, tools in zip(missing, self.servers.list_tools(missing, request.workspace), strict=True):
+
+            def keep(spec: ServerSpec, tools: list[dict[str, Any]]) -> None:
                 cache.store_tools(cache_dir, spec.digest, spec.name, tools)
-                listed[spec.digest] = tools
-                stamps[spec.digest] = file_stamp(cache.cache_file(cache_dir, spec.digest))  # what it now holds
+
+            for spec, got in zip(missing, self.servers.list_tools(missing, request.workspace, keep), strict=True):
+                if got.tools is not None:
+                    listed[spec.digest] = got.tools
+                    stamps[spec.digest] = file_stamp(cache.cache_file(cache_dir, spec.digest))  # what it now holds
+                    continue
+                if got.starting and (spec.required or not lenient):
+                    raise ServerFailure(
+                        f"MCP server {spec.name!r} did not finish starting within {self.servers.list_wait:g} s"
+                    )
+                if got.failure is not None and (spec.required or not lenient):
+                    raise got.failure
+                problems.append(
+                    _problem(
+                        spec.name,
+                        "starting",
+                        f"MCP server {spec.name!r} is still starting; its tools are offered from the next session on",
+                    )
+                    if got.starting
+                    else _problem(spec.name, "failed", str(got.failure), getattr(got.failure, "stderr_tail", ""))
+                )
         schemas: dict[str, dict[str, Any]] = {}
         targets: dict[str, tuple[ServerSpec, str]] = {}
         for spec in specs:
@@ -103,12 +150,17 @@ class McpWorker(Worker):
                     "parameters": _parameters(spec, tool),
                 }
         code = (file_stamp(sys.modules[name].__file__ or name) for name in _CATALOG_CODE)
-        return Catalog(tuple(schemas.values()), targets, (config_stamp, *stamps.values(), *code))
+        return Catalog(tuple(schemas.values()), targets, (config_stamp, *stamps.values(), *code), tuple(problems))
 
     def main(self, argv: Sequence[str] | None = None) -> int:
         """``Worker.main``, then every server stopped (its stdin closed, its process tree ended)."""
+        args = list(sys.argv[1:] if argv is None else argv)
+        if "--list" in args:
+            from .listing import list_servers
+
+            return list_servers(args)
         try:
-            return super().main(argv)
+            return super().main(args)
         finally:
             if self._servers is not None:
                 self._servers.close_all(grace=EXIT_GRACE_S)
@@ -119,7 +171,7 @@ class McpWorker(Worker):
         arguments = request.data.get("arguments", {})
         if not isinstance(name, str) or not isinstance(arguments, dict):
             raise WorkerError("tool request needs a string data.name and an object data.arguments")
-        catalog = self.catalog(request)
+        catalog = self.catalog(request, lenient=True)  # a broken entry does not stop the others' calls
         target = catalog.targets.get(name)
         if target is None:
             known = ", ".join(catalog.targets) or "none (mcp.json names no server)"
@@ -127,13 +179,75 @@ class McpWorker(Worker):
         spec, tool = target
         from .content import tool_answer
 
+        # getattr: an i-protocol from before progress frames has no wants_progress (and no host sends it).
+        report = _relay(request) if getattr(request, "wants_progress", False) else None
         try:
-            result, fresh = self.servers.call(spec, tool, arguments, request.workspace)
+            result, fresh = self.servers.call(spec, tool, arguments, request.workspace, report)
         except ServerFailure as exc:
             return {"output": f"error: {exc}", "is_error": True}
         if fresh is not None:
             cache.store_tools(request.paths.cache_dir, spec.digest, spec.name, fresh)
         return tool_answer(result)
+
+
+def _project_servers(
+    request: Request, taken: set[str], problems: list[dict[str, Any]]
+) -> tuple[tuple[ServerSpec, ...], dict[str, Any] | None]:
+    """The servers of the project's ``.mcp.json`` the core passed as approved (``mcp_project: {path,
+    sha256}``, request context), and the file's stamp; a file changed since its approval, a broken
+    entry or a name the user's mcp.json already has is left out and said in ``problems``."""
+    project = request.frame.get("mcp_project")
+    if not isinstance(project, dict) or not isinstance(project.get("path"), str):
+        return (), None
+    import hashlib
+    import os
+
+    import orjson
+
+    from i_protocol.files import read_bytes
+
+    path = project["path"]
+    stamp = file_stamp(path)  # before it is read
+    try:
+        content = read_bytes(path, 1024 * 1024, what="project .mcp.json")
+        data = orjson.loads(content)
+    except (OSError, ValueError, WorkerError) as exc:
+        problems.append(_problem(".mcp.json", "config", f"{path}: cannot be read: {exc}"))
+        return (), stamp
+    if hashlib.sha256(content).hexdigest() != project.get("sha256") or not isinstance(data, dict):
+        problems.append(_problem(".mcp.json", "config", f"{path} changed since it was approved; it is not used"))
+        return (), stamp
+    try:
+        parsed = parse_config(data, path, os.path.dirname(path), worker_variables(request.paths.as_dict()))
+    except McpConfigError as exc:
+        problems.append(_problem(".mcp.json", "config", str(exc)))
+        return (), stamp
+    problems += [_problem(entry.name, "config", str(entry.error)) for entry in parsed.broken]
+    kept = []
+    for spec in parsed.specs:
+        if spec.name in taken:
+            problems.append(
+                _problem(
+                    spec.name,
+                    "config",
+                    f"{spec.where}: the user's mcp.json names a server {spec.name!r} too; the project's is not used",
+                )
+            )
+            continue
+        # Never required: a project file cannot stop a session.
+        kept.append(replace(spec, required=False, cwd=spec.cwd or request.workspace))
+    return tuple(kept), stamp
+
+
+def _relay(request: Request) -> Callable[[dict[str, Any]], object]:
+    def report(update: dict[str, Any]) -> object:
+        return request.report_progress(update.get("message"), update.get("progress"), update.get("total"))
+
+    return report
+
+
+def _problem(server: str, reason: str, message: str, stderr_tail: str = "") -> dict[str, Any]:
+    return {"server": server, "reason": reason, "message": message, "stderr_tail": stderr_tail}
 
 
 def _parameters(spec: ServerSpec, tool: dict[str, Any]) -> dict[str, Any]:
@@ -158,5 +272,9 @@ def tools_list(data: dict[str, Any], request: Request) -> dict[str, Any]:
     """
     from i_protocol.events import to_json  # the event types: at the first request, not at start
 
-    catalog = worker.catalog(request)
-    return to_json("tools_list", {**data, "tools": list(catalog.schemas), "depends_on": list(catalog.stamps)}, data)
+    lenient = isinstance(data.get("problems"), list)  # the core shows problems: leave a broken server out
+    catalog = worker.catalog(request, lenient=lenient)
+    answer = {**data, "tools": list(catalog.schemas), "depends_on": list(catalog.stamps)}
+    if lenient:
+        answer["problems"] = [*data["problems"], *catalog.problems]
+    return to_json("tools_list", answer, data)
