@@ -21,6 +21,7 @@ for import cycles.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from .providers import ModelReply
     from .runtime import Runtime
     from .screen import Screen
+    from .stream_json import EventStream
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -72,22 +74,61 @@ def run_agent(args: argparse.Namespace, redactor: Redactor | None = None) -> int
     if hasattr(sys.stdin, "reconfigure"):
         # A stdin line with bytes that are not UTF-8 keeps them (as lone surrogates), like argv does.
         sys.stdin.reconfigure(errors="surrogateescape")
+    redactor = redactor if redactor is not None else Redactor()
+    if getattr(args, "output_format", "text") != "stream-json":
+        return _run_agent(args, redactor)
+    from .stream_json import EventStream
+
+    events = EventStream(redactor=redactor)
+    events.start()
+    try:
+        _run_agent(args, redactor, events)
+    except BaseException as exc:
+        code = _exit_code(exc)
+        events.error(_failure_text(exc), code)
+        events.end(code)
+        raise
+    events.end(0)
+    return 0
+
+
+def _failure_text(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, SystemExit):
+        return "terminated"
+    return describe_failure(exc)[0]
+
+
+def _exit_code(exc: BaseException) -> int:
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, SystemExit):
+        return exc.code if isinstance(exc.code, int) else 1
+    return describe_failure(exc)[1]
+
+
+def _run_agent(args: argparse.Namespace, redactor: Redactor, events: EventStream | None = None) -> int:
+    """The run, its events (``--output-format stream-json``) told to ``events``."""
     from .runtime import Runtime
     from .screen import Screen
     from .selection import bound_provider, check_protocol
 
-    redactor = redactor if redactor is not None else Redactor()
     paths = paths_from_env()
     config = _api_config(args, paths, redactor)
     manifest = Path(args.manifest) if args.manifest else None
-    interactive = not args.task and sys.stdin.isatty() and sys.stderr.isatty()
+    # The event stream is never a console: without a task it reads stdin line by line.
+    interactive = events is None and not args.task and sys.stdin.isatty() and sys.stderr.isatty()
     runtime = Runtime(args.workspace, manifest_path=manifest, io_limit_bytes=config.io_limit_bytes, paths=paths)
     check_protocol(config, runtime.manifest)  # before any worker starts
     provider = bound_provider(config, runtime.manifest)
     if provider is not None:  # the first request goes to it: it starts with the first hooks' workers
         runtime.also_start.append(provider)
     session_file = _session_file(args, runtime)
-    screen = Screen(sys.stdout, sys.stderr, progress=not args.quiet, redactor=redactor)
+    # With the event stream, stdout carries events only: anything else the run writes goes to stderr.
+    screen = Screen(
+        sys.stdout if events is None else sys.stderr, sys.stderr, progress=not args.quiet, redactor=redactor
+    )
     reader = _steering_reader(runtime, session_file, screen) if interactive else None
     with runtime:
         # While the first workers start (and MCP servers' tools are listed): httpx is imported on a
@@ -96,8 +137,8 @@ def run_agent(args: argparse.Namespace, redactor: Redactor | None = None) -> int
 
         warm_up()
         attached = _piped_input(screen, quiet=args.quiet) if args.task else []
-        agent = _agent(args, runtime, config, session_file, screen, reader)
-        _run(agent, args, screen, reader, attached, redactor)
+        agent = _agent(args, runtime, config, session_file, screen, reader, events)
+        _run(agent, args, screen, reader, attached, redactor, events)
     return 0
 
 
@@ -109,6 +150,8 @@ def _api_config(args: argparse.Namespace, paths: Paths, redactor: Redactor) -> A
     from .config import load_api_config
 
     config = load_api_config(Path(args.config) if args.config else Path(paths.config_dir) / "config.json")
+    if getattr(args, "model", None):  # for this run: the usage anchor is the same model's only (SPEC §4)
+        config = dataclasses.replace(config, model=args.model)
     if config.api_key_env:
         redactor.add(config.api_key_env, config.api_key())
     missing = config.api_key_env and config.api_key() is None
@@ -160,6 +203,7 @@ def _agent(
     session_file: Path,
     screen: Screen,
     reader: LineQueue | None,
+    events: EventStream | None = None,
 ) -> Agent:
     """The session opened and the agent over it, its model client observed by the answer writer."""
     from .agent import Agent, AgentOptions
@@ -177,22 +221,29 @@ def _agent(
         reader.path.parent.mkdir(parents=True, exist_ok=True)
     ask: Callable[..., str] | None = None
     preview: Callable[[Any], str | None] | None = None
-    if sys.stdin.isatty() and sys.stderr.isatty():
+    if events is None and sys.stdin.isatty() and sys.stderr.isatty():  # stream-json: --yolo / approval.json
         from .approval_prompt import ask_on_tty, change_preview
 
         ask, preview = ask_on_tty(screen, reader), change_preview
     out = AnswerStream(None if args.json else screen)
+
+    def notice(line: str) -> None:
+        screen.note(f"i: {line}")
+        if events is not None:
+            events.warning(line)
+
     options = AgentOptions(
         yolo=args.yolo,
         ask=ask,
         preview=preview,
         stream=False if args.no_stream else None,
         progress=screen.progress,
-        notice=lambda line: screen.note(f"i: {line}"),
-        out=out,
+        notice=notice,
+        out=out if events is None else events,
+        events=None if events is None else events.event,
     )
     agent = Agent(runtime, config, session, options)
-    agent.model.observe(out)
+    agent.model.observe(out if events is None else events)
     return agent
 
 
@@ -203,6 +254,7 @@ def _run(
     reader: LineQueue | None,
     attached: list[dict[str, Any]],
     redactor: Redactor,
+    events: EventStream | None = None,
 ) -> None:
     """The task, the line console or one request per stdin line; then the JSON result or the summary."""
     from .interrupt import stop_interrupted
@@ -221,7 +273,12 @@ def _run(
         agent.start()
         if args.continue_ and not args.quiet:
             screen.note(f"[i] continuing {session.path} ({len(session.messages)} messages)", dim=True)
-        if args.task:
+        if events is not None:
+            events.opened(agent, continued=bool(args.continue_ or args.session or args.session_name))
+            for text in [" ".join(args.task)] if args.task else (line.strip() for line in sys.stdin):
+                if text:
+                    answer = events.turn(agent, text, screen, attached=attached if args.task else ())
+        elif args.task:
             answer = answer_turn(agent, " ".join(args.task), screen, show=not args.json, attached=attached)
         elif reader is not None:
             from .console import run_console

@@ -19,7 +19,10 @@ worker = Worker("recorder", "0", dist_name="recorder")
 @worker.hook("*")
 def record(data: dict, request) -> dict:
     with open(log_path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"event": request.event, "keys": sorted(data), "data": _small(data)}) + "\n")
+        record = {"event": request.event, "keys": sorted(data), "data": _small(data)}
+        if request.event == "before_turn" and data.get("messages"):
+            record["last_message"] = data["messages"][-1]
+        handle.write(json.dumps(record) + "\n")
     if mode == "context" and request.event == "before_turn":
         with open(sys.argv[3], encoding="utf-8") as handle:
             entries = json.load(handle)
