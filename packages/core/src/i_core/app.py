@@ -426,6 +426,8 @@ def cmd_paths(args: argparse.Namespace) -> int:
     """Print the resolved directories, the workspace and its id."""
     from i_protocol.workspace import workspace_state_dir
 
+    from .system_prompt import instruction_files
+
     paths, workspace, workspace_id = _workspace(args.C)
     _print_json(
         {
@@ -433,6 +435,8 @@ def cmd_paths(args: argparse.Namespace) -> int:
             "workspace": workspace,
             "workspace_id": workspace_id,
             "state_dir": str(workspace_state_dir(workspace_id, paths.data_dir)),
+            # What a new session reads into its system prompt (AGENTS.md, else CLAUDE.md, per folder).
+            "instructions": [str(path) for path in instruction_files(workspace)],
         }
     )
     return 0
