@@ -165,7 +165,10 @@ def _session_file(args: argparse.Namespace, runtime: Runtime) -> Path:
     ``--session-name``, or a new file in the workspace's state folder."""
     from .session import latest_session, session_path_for_name
 
-    if args.continue_:
+    resume = getattr(args, "resume", None)
+    if resume:
+        return _resumed(resume, runtime)
+    if args.continue_ or resume == "":
         path = latest_session(runtime.workspace, runtime.workspace_id, runtime.state_dir)
         if path is None:
             raise ConfigError(
@@ -176,9 +179,31 @@ def _session_file(args: argparse.Namespace, runtime: Runtime) -> Path:
     if args.session:
         return Path(args.session)
     if args.session_name:
-        return session_path_for_name(runtime.workspace, args.session_name)
+        path = session_path_for_name(runtime.workspace, args.session_name)
+        default = runtime.state_dir / "sessions" / f"{args.session_name}.json"
+        if not path.exists() and default.exists():  # the two namespaces stay apart: say which one to take
+            raise ConfigError(
+                f"--session-name {args.session_name}: the project has no session of that name ({path}), but the "
+                f"default sessions have one: {default}; continue it with `i --resume {args.session_name}` "
+                f"(or --session {default}), or pick another name for a new project session"
+            )
+        return path
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     return runtime.state_dir / "sessions" / f"{stamp}-{os.getpid()}.json"
+
+
+def _resumed(name: str, runtime: Runtime) -> Path:
+    """``--resume NAME``: the project session NAME, else the default session NAME (``i --runtime sessions``)."""
+    from .session import session_path_for_name
+
+    named = session_path_for_name(runtime.workspace, name)
+    for path in (named, runtime.state_dir / "sessions" / f"{name}.json"):
+        if path.exists():
+            return path
+    raise ConfigError(
+        f"--resume {name}: no session of that name in {named.parent} or {runtime.state_dir / 'sessions'} "
+        "(`i --runtime sessions` lists them)"
+    )
 
 
 def _steering_reader(runtime: Runtime, session_file: Path, screen: Screen) -> LineQueue:
@@ -215,7 +240,7 @@ def _agent(
         session_file,
         runtime.workspace,
         runtime.workspace_id,
-        private=not (args.session or args.session_name or args.continue_),
+        private=not (args.session or args.session_name or args.continue_ or getattr(args, "resume", None) is not None),
     )
     if reader is not None:
         reader.path.parent.mkdir(parents=True, exist_ok=True)
@@ -271,10 +296,11 @@ def _run(
 
             logo(screen)
         agent.start()
-        if args.continue_ and not args.quiet:
+        if (args.continue_ or getattr(args, "resume", None) is not None) and not args.quiet:
             screen.note(f"[i] continuing {session.path} ({len(session.messages)} messages)", dim=True)
         if events is not None:
-            events.opened(agent, continued=bool(args.continue_ or args.session or args.session_name))
+            resumed = getattr(args, "resume", None) is not None
+            events.opened(agent, continued=bool(args.continue_ or resumed or args.session or args.session_name))
             for text in [" ".join(args.task)] if args.task else (line.strip() for line in sys.stdin):
                 if text:
                     answer = events.turn(agent, text, screen, attached=attached if args.task else ())
@@ -517,6 +543,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
                     "compactions": i.compactions,
                     "precompact_backup": i.precompact,
                     "problem": i.problem,
+                    "title": i.title,
                 }
                 for i in infos
             ]
@@ -526,7 +553,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         folders = ", ".join(map(str, session_folders(workspace, state_dir)))
         print(for_terminal(f"no sessions in {workspace} (looked in {folders})"))
         return 0
-    rows = [("NAME", "LAST ACTIVITY", "MESSAGES", "SIZE", "COMPACTIONS", "")]
+    rows = [("NAME", "LAST ACTIVITY", "MESSAGES", "SIZE", "COMPACTIONS", "TITLE", "")]
     for info in infos:
         compactions = str(info.compactions) + (" +backup" if info.precompact else "")
         where = "named" if info.path.parent == session_folders(workspace, state_dir)[0] else "default"
@@ -538,13 +565,14 @@ def cmd_sessions(args: argparse.Namespace) -> int:
                 str(info.messages) if info.problem is None else "-",
                 _size(info.size),
                 compactions if info.problem is None else "-",
+                info.title or "-",
                 note,
             )
         )
-    widths = [max(len(row[c]) for row in rows) for c in range(5)]
+    widths = [max(len(row[c]) for row in rows) for c in range(6)]
     for row in rows:
-        # Session names are file names: shown, never obeyed by the terminal.
-        print(for_terminal("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:5])) + "  " + row[5]))
+        # Session names and titles are outside text: shown, never obeyed by the terminal.
+        print(for_terminal("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:6])) + "  " + row[6]))
     return 0
 
 

@@ -46,6 +46,14 @@ def agent_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the project's most recently saved session",
     )
+    group.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="NAME",
+        help="continue the session NAME (a project session, else a default one; `i --runtime sessions` "
+        "lists them); without NAME, like --continue",
+    )
     parser.add_argument(
         "--yolo",
         "--dangerously-skip-permissions",
