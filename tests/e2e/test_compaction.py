@@ -71,6 +71,30 @@ def test_long_session_compacts_and_keeps_going(i, write_config, plugins, project
         assert summaries == []  # local mode never asks the model
 
 
+def test_agents_md_reaches_history_0_of_a_new_session_and_survives_a_compaction(
+    i, write_config, plugins, project, dirs
+):
+    plugins("compact")
+    (dirs["config"] / "compact.json").write_bytes(orjson.dumps({"keep_recent": 2, "mode": "local"}))
+    (project / ".git").mkdir(exist_ok=True)
+    (project / "AGENTS.md").write_text("Run the tests with make check. MARKER-AGENTS-42\n")
+    requests: list[dict] = []
+
+    def step(request: dict) -> dict:
+        requests.append(request)
+        return {"text": "noted"}
+
+    with ScriptedModel([step] * 60, context_window=6000) as model:
+        write_config(model.base_url, max_tokens=256, budget={"context_window": 6000})
+        results = run_turns(i, project, 20)
+    assert all(r.returncode == 0 for r in results), results[-1].stderr
+    saved = session(project)["messages"]
+    assert any(isinstance(m.get("_compaction"), dict) for m in saved), "the session was never compacted"
+    assert "MARKER-AGENTS-42" in saved[0]["content"] and saved[0]["role"] == "system"
+    assert all("MARKER-AGENTS-42" in r["messages"][0]["content"] for r in requests)
+    assert 'AGENTS.md">' in saved[0]["content"]
+
+
 def test_summary_with_tool_calls_commits_nothing(i, write_config, plugins, project, dirs):
     plugins("compact")
     (dirs["config"] / "compact.json").write_bytes(orjson.dumps({"keep_recent": 2}))

@@ -342,6 +342,28 @@ def test_context_snapshot_then_delta_then_nothing(env, dirs, project, tmp_path, 
     assert model.requests[2].body["messages"][: len(first)] == first
 
 
+def test_a_turns_first_request_ends_with_the_users_words_after_the_context_snapshot(
+    env, dirs, project, tmp_path, write_manifest
+):
+    entries = tmp_path / "entries.json"
+    entries.write_text('{"build": "make"}')
+    log = tmp_path / "log.jsonl"
+    worker = [sys.executable, str(HERE / "workers" / "recorder_worker.py"), str(log), "context", str(entries)]
+    manifest = write_manifest({"hooks": [{"events": ["before_turn"], "exec": worker}]})
+    with ScriptedModel([{"text": "a"}, {"text": "b"}]) as model:
+        write_config(dirs, model.base_url)
+        assert i(env, "-C", str(project), "--manifest", str(manifest), "--session-name", "s", "one").returncode == 0
+        entries.write_text('{"build": "make all"}')
+        assert i(env, "-C", str(project), "--manifest", str(manifest), "--session-name", "s", "two").returncode == 0
+    first, second = (request.body["messages"] for request in model.requests)
+    assert first[-1] == {"role": "user", "content": "one"} and 'kind="snapshot"' in first[-2]["content"]
+    assert second[-1] == {"role": "user", "content": "two"} and 'kind="delta"' in second[-2]["content"]
+    assert second[: len(first)] == first  # what was checkpointed is never rewritten
+    turns = [json.loads(line) for line in log.read_text().splitlines()]
+    # before_turn still receives the request as the last message.
+    assert [t["last_message"]["content"] for t in turns if t["event"] == "before_turn"] == ["one", "two"]
+
+
 def test_exit_code_for_configuration_errors(env, dirs, project):
     (dirs["config"] / "config.json").write_text('{"base_url":"http://127.0.0.1:1/v1","model":"m","api_key":"sk-x"}')
     result = i(env, "-C", str(project), "hi")

@@ -17,6 +17,7 @@ from i_core.config import load_api_config, parse_api_config
 from i_core.errors import ConfigError
 from i_core.image_costs import documented_image_tokens
 from i_core.initialise import ContextDiscovery, discover_context_window, initialise, run_init
+from i_scripted import ScriptedModel
 
 PROPS = {"default_generation_settings": {"n_ctx": 8192, "params": {"n_predict": -1}}, "total_slots": 1}
 NO_KEY = {"OPENAI_API_KEY": ""}
@@ -112,7 +113,8 @@ def test_init_reads_vllm_max_model_len_from_models(run_i, dirs) -> None:
 
 
 def test_init_against_nothing_writes_no_window_and_names_the_field(run_i, dirs) -> None:
-    result = run_i("--runtime", "init", "--base-url", closed_port_url(), env_extra=NO_KEY)
+    args = ("--base-url", closed_port_url(), "--model", "a-model-no-catalog-knows")
+    result = run_i("--runtime", "init", *args, env_extra=NO_KEY)
     assert result.returncode == 0, result.stderr
     config = config_of(dirs["config"])
     assert "context_window" not in config["budget"]
@@ -127,6 +129,34 @@ def test_init_against_nothing_writes_no_window_and_names_the_field(run_i, dirs) 
         "config.json",
         "plugins.json",
     ]
+
+
+def test_init_takes_a_well_known_models_window_from_the_catalog_when_the_server_reports_none(run_i, dirs) -> None:
+    with ScriptedModel([]) as model:  # no /props, no window in /models
+        result = run_i("--runtime", "init", "--base-url", model.base_url, "--model", "gpt-4o-mini-2024-07-18")
+    assert result.returncode == 0, result.stderr
+    assert config_of(dirs["config"])["budget"]["context_window"] == 128000
+    out = result.stdout.decode()
+    assert "budget.context_window 128000 from the catalog of well-known models (model_windows.json: gpt-4o-mini" in out
+    assert "the server reported none" in out
+
+
+def test_init_over_a_config_without_a_window_names_the_catalogs_value_to_copy_in(run_i, dirs) -> None:
+    path = dirs["config"] / "config.json"
+    path.write_text('{"model":"deepseek-chat"}')
+    result = run_i("--runtime", "init")
+    assert result.returncode == 3
+    assert path.read_text() == '{"model":"deepseek-chat"}'
+    assert 'gives 128000 for deepseek-chat: set "budget": {"context_window": 128000} in it' in result.stderr.decode()
+
+
+def test_a_missing_builtin_json_with_plugins_json_is_an_error_naming_init(run_i, dirs, project) -> None:
+    (dirs["config"] / "config.json").write_text('{"base_url":"http://127.0.0.1:9/v1","model":"m"}')
+    (dirs["config"] / "plugins.json").write_text('{"profile":"standard"}')
+    result = run_i("-C", str(project), "hi")
+    assert result.returncode == 3
+    line = result.stderr.decode()
+    assert "builtin.json is missing" in line and "`i --runtime init` writes it" in line
 
 
 def test_init_never_overwrites_and_asks_nothing_when_config_exists(run_i, dirs) -> None:
@@ -233,7 +263,7 @@ def test_the_key_is_sent_as_bearer_only_when_its_variable_is_set(dirs) -> None:
 def test_a_silent_server_does_not_hold_init(dirs) -> None:
     with ModelServer({"/props": (200, PROPS, {}, 3), "/v1/models": (200, {"data": []}, {}, 3)}) as server:
         # The server would answer (with a window) after 3 s: "timed out" and no window is the proof.
-        result = run_init(dirs["config"], base_url=server.base_url, environ={}, timeout=0.3)
+        result = run_init(dirs["config"], base_url=server.base_url, model="unlisted", environ={}, timeout=0.3)
     assert "context_window" not in config_of(dirs["config"])["budget"]
     assert result.context_note is not None and "timed out" in result.context_note
 
@@ -249,7 +279,7 @@ def test_unusable_props_answers_write_no_window(dirs, body: bytes) -> None:
 
 
 def test_initialise_keeps_its_pairs_interface(dirs) -> None:
-    pairs = dict(initialise(dirs["config"], base_url=closed_port_url(), environ={}))
+    pairs = dict(initialise(dirs["config"], base_url=closed_port_url(), model="unlisted", environ={}))
     assert sorted(p.name for p in pairs) == ["bindings.json", "builtin.json", "config.json", "plugins.json"]
     assert all(pairs.values())
     assert "context_window" not in config_of(dirs["config"])["budget"]

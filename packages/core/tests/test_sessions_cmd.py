@@ -73,15 +73,18 @@ def test_sessions_lists_name_activity_messages_size_and_compactions(run_i, dirs,
     listed = run_i("--runtime", "sessions", "-C", str(project))
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.decode().splitlines()
-    assert lines[0].split() == ["NAME", "LAST", "ACTIVITY", "MESSAGES", "SIZE", "COMPACTIONS"]
+    assert lines[0].split() == ["NAME", "LAST", "ACTIVITY", "MESSAGES", "SIZE", "COMPACTIONS", "TITLE"]
     alpha = next(line for line in lines if line.startswith("alpha "))
     assert " 4 " in alpha and "1 +backup" in alpha and alpha.endswith("named")
+    assert " hi " in alpha  # the title: the first request, not the summary
+    assert any(" beta in the state folder " in line and line.endswith("default") for line in lines)
     assert any(line.endswith("default") for line in lines[1:])
     assert "another workspace" in lines[-1] and lines[-1].startswith("stranger")
     data = orjson.loads(run_i("--runtime", "sessions", "-C", str(project), "--json").stdout)
     by_name = {entry["name"]: entry for entry in data}
     assert by_name["alpha"]["compactions"] == 1 and by_name["alpha"]["precompact_backup"] is True
     assert by_name["alpha"]["messages"] == 4 and by_name["alpha"]["problem"] is None
+    assert by_name["alpha"]["title"] == "hi"
     assert "another workspace" in by_name["stranger"]["problem"]
     assert data[-1]["name"] == "stranger"  # the oldest last
 
@@ -109,3 +112,22 @@ def test_json_reports_a_failure_with_its_exit_code(run_i, dirs, project):
     result = orjson.loads(done.stdout)
     assert result["exit"] == 4 and result["answer"] is None and result["session"] is None
     assert result["error"] and b"i: " in done.stderr
+
+
+def test_session_name_of_a_default_session_is_an_error_naming_it_and_resume_takes_it(run_i, dirs, project):
+    with ScriptedModel([{"text": "one"}, {"text": "two"}, {"text": "three"}]) as model:
+        _config(dirs, model)
+        assert run_i("-C", str(project), "first request").returncode == 0
+        listed = orjson.loads(run_i("--runtime", "sessions", "-C", str(project), "--json").stdout)
+        name, path = listed[0]["name"], listed[0]["path"]
+        clash = run_i("-C", str(project), "--session-name", name, "again")
+        assert clash.returncode == 3
+        line = clash.stderr.decode()
+        assert f"the default sessions have one: {path}" in line and f"`i --resume {name}`" in line
+        assert not (project / ".i" / "sessions" / f"{name}.json").exists()  # nothing was created
+        resumed = run_i("-C", str(project), "--resume", name, "again")
+        assert resumed.returncode == 0, resumed.stderr
+        assert len(model.requests[-1].body["messages"]) == 4  # system, first request, answer, again
+        assert run_i("-C", str(project), "--session-name", "alpha", "named one").returncode == 0
+        assert run_i("-C", str(project), "--resume", "nope", "x").returncode == 3
+    assert len(model.requests) == 3

@@ -63,6 +63,8 @@ class AgentOptions:
     """Start in plan mode (``--plan``): write, edit and shell refused, a plan asked for."""
     offer_save: Callable[[list[str]], bool] | None = None
     """After "always" for a shell command: whether to save its allow rules for the workspace."""
+    events: Callable[[str, dict[str, Any]], None] | None = None
+    """Told of tool calls, approvals, tool results and compactions (``--output-format stream-json``)."""
 
 
 @dataclass
@@ -161,6 +163,7 @@ class Agent:
             progress=options.progress,
             notice=options.notice,
             counts=self.stats.tools,
+            events=options.events,
         )
 
     # -- plan mode ----------------------------------------------------------------------
@@ -270,7 +273,7 @@ class Agent:
 
     def _turn(self, text: str | None, working: list[dict[str, Any]], ran: list[str]) -> str:
         for step in range(self.options.max_steps):
-            working = self._before_turn(working)
+            working = self._before_turn(working, user_last=text is not None and step == 0)
             if text is None and step == 0 and not any("_steering" in m for m in working[len(self.history) :]):
                 return ""
             self._say_images_left_out(working)
@@ -312,15 +315,22 @@ class Agent:
         self.options.out.write(text)
         self.options.out.flush()
 
-    def _before_turn(self, working: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _before_turn(self, working: list[dict[str, Any]], *, user_last: bool = False) -> list[dict[str, Any]]:
+        """``working`` with what ``before_turn`` adds: the context snapshot's messages, then its appended
+        messages. On a turn's first step (``user_last``: ``working`` ends with the user's new request,
+        which the hook sees) the snapshot's messages go before the request, so that the user's words
+        are the last thing the model reads; nothing checkpointed moves."""
         add = self.hooks.checked("before_turn", {"messages": working, "workspace": self.runtime.workspace})
-        appended: list[dict[str, Any]] = []
+        context: list[dict[str, Any]] = []
         if add.context:
             injected = self.session.meta.get("context_state", {})
-            appended, state = context_updates(add.context, injected)
+            context, state = context_updates(add.context, injected)
             self.session.meta["context_state"] = state
-        appended = [*appended, *add.append]
-        return [*working, *appended] if appended else working
+        if not context and not add.append:
+            return working
+        if user_last and context:
+            return [*working[:-1], *context, working[-1], *add.append]
+        return [*working, *context, *add.append]
 
     def _request(
         self, working: list[dict[str, Any]], sent: BudgetCheck | None
@@ -422,6 +432,19 @@ class Agent:
             else:
                 self.history = outcome.history
                 self.stats.compactions += 1
+        if self.options.events is not None:
+            self.options.events(
+                "compaction",
+                {
+                    "committed": outcome.committed,
+                    "check": outcome.check,
+                    "reason": outcome.reason,
+                    "cut": outcome.cut,
+                    "messages_before": len(history),
+                    "messages_after": len(outcome.history) if outcome.committed else len(history),
+                    "backup": outcome.backup,
+                },
+            )
         warning = compactor.report(outcome)
         if warning:
             self.options.progress(warning)

@@ -21,6 +21,7 @@ for import cycles.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from .providers import ModelReply
     from .runtime import Runtime
     from .screen import Screen
+    from .stream_json import EventStream
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -72,22 +74,61 @@ def run_agent(args: argparse.Namespace, redactor: Redactor | None = None) -> int
     if hasattr(sys.stdin, "reconfigure"):
         # A stdin line with bytes that are not UTF-8 keeps them (as lone surrogates), like argv does.
         sys.stdin.reconfigure(errors="surrogateescape")
+    redactor = redactor if redactor is not None else Redactor()
+    if getattr(args, "output_format", "text") != "stream-json":
+        return _run_agent(args, redactor)
+    from .stream_json import EventStream
+
+    events = EventStream(redactor=redactor)
+    events.start()
+    try:
+        _run_agent(args, redactor, events)
+    except BaseException as exc:
+        code = _exit_code(exc)
+        events.error(_failure_text(exc), code)
+        events.end(code)
+        raise
+    events.end(0)
+    return 0
+
+
+def _failure_text(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, SystemExit):
+        return "terminated"
+    return describe_failure(exc)[0]
+
+
+def _exit_code(exc: BaseException) -> int:
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, SystemExit):
+        return exc.code if isinstance(exc.code, int) else 1
+    return describe_failure(exc)[1]
+
+
+def _run_agent(args: argparse.Namespace, redactor: Redactor, events: EventStream | None = None) -> int:
+    """The run, its events (``--output-format stream-json``) told to ``events``."""
     from .runtime import Runtime
     from .screen import Screen
     from .selection import bound_provider, check_protocol
 
-    redactor = redactor if redactor is not None else Redactor()
     paths = paths_from_env()
     config = _api_config(args, paths, redactor)
     manifest = Path(args.manifest) if args.manifest else None
-    interactive = not args.task and sys.stdin.isatty() and sys.stderr.isatty()
+    # The event stream is never a console: without a task it reads stdin line by line.
+    interactive = events is None and not args.task and sys.stdin.isatty() and sys.stderr.isatty()
     runtime = Runtime(args.workspace, manifest_path=manifest, io_limit_bytes=config.io_limit_bytes, paths=paths)
     check_protocol(config, runtime.manifest)  # before any worker starts
     provider = bound_provider(config, runtime.manifest)
     if provider is not None:  # the first request goes to it: it starts with the first hooks' workers
         runtime.also_start.append(provider)
     session_file = _session_file(args, runtime)
-    screen = Screen(sys.stdout, sys.stderr, progress=not args.quiet, redactor=redactor)
+    # With the event stream, stdout carries events only: anything else the run writes goes to stderr.
+    screen = Screen(
+        sys.stdout if events is None else sys.stderr, sys.stderr, progress=not args.quiet, redactor=redactor
+    )
     reader = _steering_reader(runtime, session_file, screen) if interactive else None
     _project_mcp(runtime, screen, ask=sys.stdin.isatty() and sys.stderr.isatty() and not args.yolo)
     with runtime:
@@ -97,8 +138,8 @@ def run_agent(args: argparse.Namespace, redactor: Redactor | None = None) -> int
 
         warm_up()
         attached = _piped_input(screen, quiet=args.quiet) if args.task else []
-        agent = _agent(args, runtime, config, session_file, screen, reader)
-        _run(agent, args, screen, reader, attached, redactor)
+        agent = _agent(args, runtime, config, session_file, screen, reader, events)
+        _run(agent, args, screen, reader, attached, redactor, events)
     return 0
 
 
@@ -128,6 +169,8 @@ def _api_config(args: argparse.Namespace, paths: Paths, redactor: Redactor) -> A
     from .config import load_api_config
 
     config = load_api_config(Path(args.config) if args.config else Path(paths.config_dir) / "config.json")
+    if getattr(args, "model", None):  # for this run: the usage anchor is the same model's only (SPEC §4)
+        config = dataclasses.replace(config, model=args.model)
     if config.api_key_env:
         redactor.add(config.api_key_env, config.api_key())
     missing = config.api_key_env and config.api_key() is None
@@ -141,7 +184,10 @@ def _session_file(args: argparse.Namespace, runtime: Runtime) -> Path:
     ``--session-name``, or a new file in the workspace's state folder."""
     from .session import latest_session, session_path_for_name
 
-    if args.continue_:
+    resume = getattr(args, "resume", None)
+    if resume:
+        return _resumed(resume, runtime)
+    if args.continue_ or resume == "":
         path = latest_session(runtime.workspace, runtime.workspace_id, runtime.state_dir)
         if path is None:
             raise ConfigError(
@@ -152,9 +198,31 @@ def _session_file(args: argparse.Namespace, runtime: Runtime) -> Path:
     if args.session:
         return Path(args.session)
     if args.session_name:
-        return session_path_for_name(runtime.workspace, args.session_name)
+        path = session_path_for_name(runtime.workspace, args.session_name)
+        default = runtime.state_dir / "sessions" / f"{args.session_name}.json"
+        if not path.exists() and default.exists():  # the two namespaces stay apart: say which one to take
+            raise ConfigError(
+                f"--session-name {args.session_name}: the project has no session of that name ({path}), but the "
+                f"default sessions have one: {default}; continue it with `i --resume {args.session_name}` "
+                f"(or --session {default}), or pick another name for a new project session"
+            )
+        return path
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     return runtime.state_dir / "sessions" / f"{stamp}-{os.getpid()}.json"
+
+
+def _resumed(name: str, runtime: Runtime) -> Path:
+    """``--resume NAME``: the project session NAME, else the default session NAME (``i --runtime sessions``)."""
+    from .session import session_path_for_name
+
+    named = session_path_for_name(runtime.workspace, name)
+    for path in (named, runtime.state_dir / "sessions" / f"{name}.json"):
+        if path.exists():
+            return path
+    raise ConfigError(
+        f"--resume {name}: no session of that name in {named.parent} or {runtime.state_dir / 'sessions'} "
+        "(`i --runtime sessions` lists them)"
+    )
 
 
 def _steering_reader(runtime: Runtime, session_file: Path, screen: Screen) -> LineQueue:
@@ -179,6 +247,7 @@ def _agent(
     session_file: Path,
     screen: Screen,
     reader: LineQueue | None,
+    events: EventStream | None = None,
 ) -> Agent:
     """The session opened and the agent over it, its model client observed by the answer writer."""
     from .agent import Agent, AgentOptions
@@ -188,22 +257,30 @@ def _agent(
     runtime.ready()  # a worker that failed to list its tools ends the run before a session is opened
     for problem in runtime.hooks.problems:  # a server left out: said once, the session goes on
         screen.failure(f"i: warning: {problem}")
+        if events is not None:
+            events.warning(problem)
     session = open_session(
         session_file,
         runtime.workspace,
         runtime.workspace_id,
-        private=not (args.session or args.session_name or args.continue_),
+        private=not (args.session or args.session_name or args.continue_ or getattr(args, "resume", None) is not None),
     )
     if reader is not None:
         reader.path.parent.mkdir(parents=True, exist_ok=True)
     ask: Callable[..., str] | None = None
     preview: Callable[[Any], str | None] | None = None
     offer_save: Callable[[list[str]], bool] | None = None
-    if sys.stdin.isatty() and sys.stderr.isatty():
+    if events is None and sys.stdin.isatty() and sys.stderr.isatty():  # stream-json: --yolo / approval.json
         from .approval_prompt import ask_on_tty, change_preview, offer_on_tty
 
         ask, preview, offer_save = ask_on_tty(screen, reader), change_preview, offer_on_tty(screen, reader)
     out = AnswerStream(None if args.json else screen)
+
+    def notice(line: str) -> None:
+        screen.note(f"i: {line}")
+        if events is not None:
+            events.warning(line)
+
     options = AgentOptions(
         yolo=args.yolo,
         plan=args.plan,
@@ -212,11 +289,12 @@ def _agent(
         preview=preview,
         stream=False if args.no_stream else None,
         progress=screen.progress,
-        notice=lambda line: screen.note(f"i: {line}"),
-        out=out,
+        notice=notice,
+        out=out if events is None else events,
+        events=None if events is None else events.event,
     )
     agent = Agent(runtime, config, session, options)
-    agent.model.observe(out)
+    agent.model.observe(out if events is None else events)
     return agent
 
 
@@ -227,6 +305,7 @@ def _run(
     reader: LineQueue | None,
     attached: list[dict[str, Any]],
     redactor: Redactor,
+    events: EventStream | None = None,
 ) -> None:
     """The task, the line console or one request per stdin line; then the JSON result or the summary."""
     from .interrupt import stop_interrupted
@@ -243,9 +322,15 @@ def _run(
 
             logo(screen)
         agent.start()
-        if args.continue_ and not args.quiet:
+        if (args.continue_ or getattr(args, "resume", None) is not None) and not args.quiet:
             screen.note(f"[i] continuing {session.path} ({len(session.messages)} messages)", dim=True)
-        if args.task:
+        if events is not None:
+            resumed = getattr(args, "resume", None) is not None
+            events.opened(agent, continued=bool(args.continue_ or resumed or args.session or args.session_name))
+            for text in [" ".join(args.task)] if args.task else (line.strip() for line in sys.stdin):
+                if text:
+                    answer = events.turn(agent, text, screen, attached=attached if args.task else ())
+        elif args.task:
             answer = answer_turn(agent, " ".join(args.task), screen, show=not args.json, attached=attached)
         elif reader is not None:
             from .console import run_console
@@ -394,6 +479,8 @@ def cmd_paths(args: argparse.Namespace) -> int:
     """Print the resolved directories, the workspace and its id."""
     from i_protocol.workspace import workspace_state_dir
 
+    from .system_prompt import instruction_files
+
     paths, workspace, workspace_id = _workspace(args.C)
     _print_json(
         {
@@ -401,6 +488,8 @@ def cmd_paths(args: argparse.Namespace) -> int:
             "workspace": workspace,
             "workspace_id": workspace_id,
             "state_dir": str(workspace_state_dir(workspace_id, paths.data_dir)),
+            # What a new session reads into its system prompt (AGENTS.md, else CLAUDE.md, per folder).
+            "instructions": [str(path) for path in instruction_files(workspace)],
         }
     )
     return 0
@@ -533,6 +622,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
                     "compactions": i.compactions,
                     "precompact_backup": i.precompact,
                     "problem": i.problem,
+                    "title": i.title,
                 }
                 for i in infos
             ]
@@ -542,7 +632,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         folders = ", ".join(map(str, session_folders(workspace, state_dir)))
         print(for_terminal(f"no sessions in {workspace} (looked in {folders})"))
         return 0
-    rows = [("NAME", "LAST ACTIVITY", "MESSAGES", "SIZE", "COMPACTIONS", "")]
+    rows = [("NAME", "LAST ACTIVITY", "MESSAGES", "SIZE", "COMPACTIONS", "TITLE", "")]
     for info in infos:
         compactions = str(info.compactions) + (" +backup" if info.precompact else "")
         where = "named" if info.path.parent == session_folders(workspace, state_dir)[0] else "default"
@@ -554,13 +644,14 @@ def cmd_sessions(args: argparse.Namespace) -> int:
                 str(info.messages) if info.problem is None else "-",
                 _size(info.size),
                 compactions if info.problem is None else "-",
+                info.title or "-",
                 note,
             )
         )
-    widths = [max(len(row[c]) for row in rows) for c in range(5)]
+    widths = [max(len(row[c]) for row in rows) for c in range(6)]
     for row in rows:
-        # Session names are file names: shown, never obeyed by the terminal.
-        print(for_terminal("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:5])) + "  " + row[5]))
+        # Session names and titles are outside text: shown, never obeyed by the terminal.
+        print(for_terminal("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row[:6])) + "  " + row[6]))
     return 0
 
 

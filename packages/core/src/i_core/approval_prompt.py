@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import difflib
 import shutil
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Protocol
 
+from .diffs import change_diff
 from .screen import Screen
 from .terminal_text import clip, for_terminal
 
@@ -30,31 +29,11 @@ MAX_PREVIEW_LINES = 60
 
 def change_preview(prepared: object, limit: int = MAX_PREVIEW_LINES) -> str | None:
     """A unified diff of what an ``edit`` or ``write`` would do, at most ``limit`` lines."""
-    name = getattr(prepared, "name", None)
-    path = getattr(prepared, "path", None)
-    arguments = getattr(prepared, "arguments", None) or {}
-    if name not in ("edit", "write") or path is None:
+    lines = change_diff(prepared, limit)
+    if lines is None:
         return None
-    try:
-        old = Path(path).read_bytes().decode("utf-8", "replace") if Path(path).exists() else ""
-    except OSError:
-        return None
-    if name == "write":
-        new = str(arguments.get("content", ""))
-    else:
-        old_string, new_string = str(arguments.get("old_string", "")), str(arguments.get("new_string", ""))
-        new = (
-            old.replace(old_string, new_string)
-            if arguments.get("replace_all")
-            else old.replace(old_string, new_string, 1)
-        )
-    shown = str(arguments.get("path", path))
-    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), f"a/{shown}", f"b/{shown}", lineterm="", n=3))
     if not lines:
         return "(no change to the text)"
-    if len(lines) > limit:
-        rest = len(lines) - limit
-        lines = [*lines[:limit], f"… {rest} more line{'s' if rest != 1 else ''}"]
     # Control characters of a file must not reach the terminal as such.
     return "\n".join(for_terminal(line) for line in lines)
 

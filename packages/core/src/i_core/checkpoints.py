@@ -14,7 +14,7 @@ from i_protocol.history import HistoryError, validate_history
 from .errors import SessionError
 from .hooks import HookRunner
 from .session import Session
-from .system_prompt import default_system_prompt
+from .system_prompt import default_system_prompt, project_instructions
 
 
 class Checkpoints:
@@ -39,8 +39,10 @@ class Checkpoints:
 
     def system_prompt(self) -> str:
         """The core's default system prompt for this workspace, as the ``system_prompt`` hooks leave it."""
-        default = default_system_prompt(self.workspace)
-        prompt: str = self.hooks.checked("system_prompt", {"prompt": default, "workspace": self.workspace})
+        instructions = project_instructions(self.workspace)
+        default = default_system_prompt(self.workspace) + instructions
+        data = {"prompt": default, "workspace": self.workspace, "instructions": instructions}
+        prompt: str = self.hooks.checked("system_prompt", data)
         return prompt
 
     def save(self, messages: list[dict[str, Any]]) -> None:

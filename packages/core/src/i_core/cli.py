@@ -46,6 +46,14 @@ def agent_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the project's most recently saved session",
     )
+    group.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="NAME",
+        help="continue the session NAME (a project session, else a default one; `i --runtime sessions` "
+        "lists them); without NAME, like --continue",
+    )
     parser.add_argument(
         "--yolo",
         "--dangerously-skip-permissions",
@@ -64,8 +72,17 @@ def agent_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="with a task: print one JSON object (answer, usage, tool calls, session, exit) on stdout",
+        help="with a task: print one JSON object (answer, usage, tool calls, session, exit) on stdout "
+        "(= --output-format json)",
     )
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        default="text",
+        help="stdout: the answer (text), one JSON object at the end (json, needs a task), or the run's events "
+        "one JSON object per line (stream-json, schema i-stream/1; works with a task, stdin lines, --continue)",
+    )
+    parser.add_argument("--model", metavar="NAME", help="the model for this run (instead of config.json's model)")
     return parser
 
 
@@ -160,6 +177,9 @@ def run_cli(argv: list[str]) -> int:
             return int(args.func(args))
         parser = agent_parser()
         args = parser.parse_args(argv)
+        if args.json:
+            args.output_format = "json"
+        args.json = args.output_format == "json"
         if args.json and not args.task:
             parser.error('--json needs a task: i "task" --json')
         return app.run_agent(args, redactor)

@@ -27,6 +27,7 @@ from i_protocol.files import read_json
 from .errors import ConfigError, os_problem
 from .image_costs import ImageCost, documented_image_tokens
 from .jsonfile import MAX_CONFIG_BYTES, remove_stale_temporaries
+from .windows import catalog_window
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -125,11 +126,14 @@ def run_init(
                 files.append((path, False))
                 asked = {"base_url": config["base_url"] if base_url else None, "model": model}
                 unchanged = _not_applied(path, {key: value for key, value in asked.items() if value is not None})
+                unchanged += _window_missing(path, model)
                 continue
             env = os.environ if environ is None else environ
             key_env = config.get("api_key_env")
             api_key = env.get(key_env) if isinstance(key_env, str) else None
             found = discover_context_window(config["base_url"], config["model"], api_key or None, timeout=timeout)
+            if found.window is None:
+                found = _from_catalog(found, config["model"])
             if found.window is not None:
                 config["budget"] = {"context_window": found.window, **config["budget"]}
                 # The reply's reserve comes out of the window: keep at least three quarters for input.
@@ -168,6 +172,38 @@ def _not_applied(path: Path, asked: dict[str, str]) -> list[str]:
             f"set {orjson.dumps(key).decode()}: {orjson.dumps(wanted).decode()} in it"
         )
     return lines
+
+
+def _from_catalog(found: ContextDiscovery, model: str) -> ContextDiscovery:
+    """The catalog's window for ``model`` when the server reported none (``windows``)."""
+    known = catalog_window(model)
+    if known is None:
+        return found
+    asked = "; ".join(found.asked)
+    source = known.describe() + (f"; the server reported none (asked {asked})" if asked else "")
+    return ContextDiscovery(known.window, source, found.asked)
+
+
+def _window_missing(path: Path, model: str | None) -> list[str]:
+    """For an existing config.json without ``budget.context_window``: the line naming the value the
+    catalog knows for its model, to copy in (init never rewrites the file)."""
+    try:
+        current = read_json(path, MAX_CONFIG_BYTES, what="config")
+    except (OSError, FileError):
+        return []
+    if not isinstance(current, dict):
+        return []
+    budget = current.get("budget")
+    if isinstance(budget, dict) and budget.get("context_window") is not None:
+        return []
+    name = current.get("model") if isinstance(current.get("model"), str) else model
+    known = catalog_window(name) if isinstance(name, str) else None
+    if known is None:
+        return []
+    return [
+        f"{path} has no budget.context_window (init never overwrites a file): {known.describe()} gives "
+        f'{known.window} for {name}: set "budget": {{"context_window": {known.window}}} in it'
+    ]
 
 
 def initialise(config_dir: Path, **options: Any) -> list[tuple[Path, bool]]:

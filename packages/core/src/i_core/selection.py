@@ -78,7 +78,8 @@ def load_active_manifest(config_dir: Path, explicit: Path | None = None) -> Mani
     """The manifest a session uses: ``--manifest FILE`` as written, else builtin.json resolved now.
 
     A hand-written manifest is authoritative and never rewritten. Without builtin.json the
-    core runs with its built-in tools only.
+    core runs with its built-in tools only, unless plugins.json exists: then the modules it selects
+    would silently not run, so that is a ConfigError naming ``i --runtime init``.
     """
     if explicit is not None:
         path = explicit.expanduser().resolve()
@@ -89,6 +90,12 @@ def load_active_manifest(config_dir: Path, explicit: Path | None = None) -> Mani
     path = config_dir / "builtin.json"
     raw_builtin = read_optional_json_object(path, what="builtin.json")
     if raw_builtin is None:
+        if (config_dir / "plugins.json").exists():
+            raise ConfigError(
+                f"{path} is missing, so the modules {config_dir / 'plugins.json'} selects would not run: "
+                "`i --runtime init` writes it (it never overwrites a file); for the built-in tools only, "
+                "remove plugins.json or pass --manifest"
+            )
         return Manifest(tools=(), hooks=(), provider=None, source="(no manifest: built-in tools only)")
     return _resolve_builtin(raw_builtin, path, config_dir)
 

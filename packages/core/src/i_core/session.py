@@ -254,6 +254,8 @@ class SessionInfo:
     """Compaction summaries (``_compaction`` messages) in the history."""
     precompact: bool = False
     """A ``<session>.precompact.json`` backup sits beside it."""
+    title: str = ""
+    """The first user request's text, on one line, cut at ``TITLE_CHARS`` (empty when there is none)."""
     problem: str | None = None
     """Why it cannot be continued here (another workspace, corrupt, ...); None when it can."""
 
@@ -308,7 +310,35 @@ def session_info(path: Path, workspace: str, workspace_id: str) -> SessionInfo:
         return info
     info.messages = len(session.messages)
     info.compactions = sum(1 for message in session.messages if isinstance(message, dict) and "_compaction" in message)
+    info.title = session_title(session.messages)
     return info
+
+
+TITLE_CHARS = 60
+
+
+def session_title(messages: list[Any]) -> str:
+    """The first real user request's words (not a summary, a snapshot or piped input), on one line,
+    cut at ``TITLE_CHARS`` with "…"."""
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        if any(key in message for key in ("_compaction", "_context", "_steering")):
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            content = " ".join(
+                str(part.get("text", ""))
+                for part in content
+                if isinstance(part, dict)
+                and part.get("type") == "text"
+                and not part.get("_stdin")
+                and not part.get("_interrupted")
+            )
+        text = " ".join(str(content or "").split())
+        if text:
+            return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+    return ""
 
 
 def latest_session(workspace: str, workspace_id: str, state_dir: Path) -> Path | None:

@@ -76,6 +76,9 @@ class ToolPipeline:
     """``{"session", "turn"}`` of the calls being run: what a worker that declared ``turn_context`` gets."""
     counts: ToolCallCounts = field(default_factory=ToolCallCounts)
     """The run's tool calls, asked / run / refused (for the run's summary)."""
+    events: Callable[[str, dict[str, Any]], None] | None = None
+    """Told of each ``tool_call``, ``approval`` and ``tool_result`` (the event stream), by call id; an
+    allowed built-in call's approval carries its prepared call as ``_prepared`` (for a diff of it)."""
 
     def run_batch(self, working: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The messages that answer ``calls``: one tool result per call, then any image message.
@@ -110,6 +113,8 @@ class ToolPipeline:
                     f"\n\nerror: tool {call['function']['name']} returned {problem}; its text output is kept above"
                 )
             results.append(tool_message(call["id"], output, result.is_error or problem is not None))
+            if self.events is not None:
+                self._result_event(call, results[-1], len(parts))
             if parts:
                 images.append({"type": "text", "text": f"Images returned by tool call {call['id']}:"})
                 images.extend(parts)
@@ -124,6 +129,8 @@ class ToolPipeline:
         """
         name = call["function"]["name"]
         self.counts.asked.append(name)
+        if self.events is not None:
+            self.events("tool_call", {"id": call["id"], "name": name, "arguments": call["function"]["arguments"]})
         try:
             return self._after(call, *self._run(call, output_bytes))
         except (ToolError, WorkerFailure) as exc:
@@ -146,6 +153,8 @@ class ToolPipeline:
         summary = getattr(prepared, "summary", None) or f"{name} {raw}"  # whole: the prompt cuts and says so
         default = "allow" if (builtin and name in FREE_TOOLS) or self.yolo else "ask"
         refusal = self.gate.decide(name, arguments, not builtin, default, summary, prepared)
+        if self.events is not None:
+            self._approval_event(call["id"], name, default, refusal, prepared)
         if refusal is not None:
             self.counts.refused.append(name)
             return name, CallResult(refusal, is_error=True)
@@ -169,6 +178,25 @@ class ToolPipeline:
         for line in notices:
             self.notice(line)
         return result
+
+    def _approval_event(self, call_id: str, name: str, default: str, refusal: str | None, prepared: Any) -> None:
+        assert self.events is not None
+        decision = "allow" if refusal is None else "deny"
+        event = {"id": call_id, "name": name, "asked": default == "ask", "decision": decision, "reason": refusal}
+        if refusal is None and prepared is not None:
+            event["_prepared"] = prepared
+        self.events("approval", event)
+
+    def _result_event(self, call: dict[str, Any], message: dict[str, Any], images: int) -> None:
+        assert self.events is not None
+        event: dict[str, Any] = {
+            "id": call["id"],
+            "name": call["function"]["name"],
+            "output": message["content"],
+            "is_error": bool(message.get("_is_error")),
+            "images": images,
+        }
+        self.events("tool_result", event)
 
     def _after(self, call: dict[str, Any], name: str, result: CallResult) -> CallResult:
         sent = {"name": name, "id": call["id"], "output": result.output, "images": result.images}

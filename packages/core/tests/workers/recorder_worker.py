@@ -27,6 +27,8 @@ def record(data: dict, request) -> dict:
             "data": _small(data),
             "problem": _problem(request.event, data),
         }
+        if request.event == "before_turn" and data.get("messages"):
+            entry["last_message"] = data["messages"][-1]
         handle.write(json.dumps(entry) + "\n")
     if mode == "context" and request.event == "before_turn":
         with open(sys.argv[3], encoding="utf-8") as handle:

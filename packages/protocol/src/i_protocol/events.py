@@ -75,6 +75,7 @@ class SessionLoadRequest(TypedDict):
 class SystemPromptRequest(TypedDict):
     prompt: str
     workspace: NotRequired[str | None]
+    instructions: NotRequired[str]
 
 
 class UserInputRequest(TypedDict):

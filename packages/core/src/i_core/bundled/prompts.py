@@ -56,12 +56,16 @@ def load_prompt(request: Request, key: str) -> str | None:
 
 @worker.hook("system_prompt")
 def system_prompt(data: dict[str, Any], request: Request) -> dict[str, Any]:
-    """Set ``prompt`` to the configured system prompt (or the default), workspace substituted."""
+    """Set ``prompt`` to the configured system prompt (or the default), workspace substituted, then
+    the project's instructions the core read (``instructions``: AGENTS.md / CLAUDE.md)."""
     from i_protocol.events import to_json  # the event types: at the first request, not at start
 
     text = load_prompt(request, "system") or DEFAULT_SYSTEM_PROMPT
     workspace = request.workspace or data.get("workspace") or ""
-    data["prompt"] = text.replace("{{workspace}}", str(workspace))
+    instructions = data.get("instructions")
+    data["prompt"] = text.replace("{{workspace}}", str(workspace)) + (
+        instructions if isinstance(instructions, str) else ""
+    )
     return to_json("system_prompt", data)
 
 
