@@ -193,6 +193,18 @@ class WorkerPool:
                 what = "the model provider failed (no built-in adapter is used instead)"
             raise WorkerFailure(f"{what}: worker {describe_worker(spec, module)} {exc.problem}") from exc
 
+    def greet(self, spec: Exec, module: str | None = None) -> None:
+        """Ask the worker of ``spec`` its ``hello`` now (before its first call), so what it declared is
+        known when the host builds that call. A worker that cannot start is left to that call to report."""
+        try:
+            worker = self._get(spec)
+        except (CallError, WorkerFailure):
+            return
+        try:
+            self._greet(spec, worker, module)
+        except CallError:
+            self._evict(spec, worker)
+
     def _greet(self, spec: Exec, worker: HostedWorker, module: str | None) -> None:
         """The handshake at a process's first call: one round trip at most (none with a kept answer)."""
         if self.handshakes is None:

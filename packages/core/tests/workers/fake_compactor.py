@@ -14,6 +14,9 @@ Reads its behaviour from the JSON file named by argv[1] on every call, so a test
    "cut_estimates": true,     # context_budget's answer carries cut_estimates
    "log": "PATH",             # append every compact_plan / after_compact_commit data (as JSON lines)
    "log_budget": true,        # ... and every context_budget data
+   "anchored_estimate": N,    # with a usage anchor (and no summary in the history): this estimate, usage_anchor
+   "method": "density",       # the estimate_method of every other estimate
+   "policy": {...},           # merged into budget_result (trigger, output_reserve, context_window)
    "extensions": [...],       # what hello declares, read at start (default: every extension it uses)
    "package": ..., "version": ...}  # who hello says it is, read at start
 """
@@ -69,6 +72,12 @@ def context_budget(data: dict, request) -> dict:
         "anchor": {"model": data["model"]},
         "provisional": conf.get("provisional", False),
     }
+    anchored = conf.get("anchored_estimate")
+    if anchored is not None and data.get("usage") and not any(m.get("_compaction") for m in data["history"]):
+        data["budget_result"].update(estimate=anchored, estimate_method="usage_anchor")
+    elif conf.get("method"):
+        data["budget_result"]["estimate_method"] = conf["method"]
+    data["budget_result"].update(conf.get("policy", {}))
     if conf.get("cut_estimates"):
         data["budget_result"]["cut_estimates"] = {"fixed_tokens": 1, "tokens_per_byte": 1.0, "suffix": []}
     if conf.get("log_budget"):
