@@ -375,6 +375,7 @@ def test_init_over_an_existing_config_says_nothing_of_image_cost(run_i, dirs) ->
 # --- the running window of Ollama, exact counts, the small profile -----------------------------------
 
 OLLAMA_MODELS = {"object": "list", "data": [{"id": "llama3.2", "object": "model", "owned_by": "library"}]}
+VERSION = (200, {"version": "0.12.3"})
 TRAINED = {"llama.context_length": 131072}
 
 
@@ -384,7 +385,7 @@ def plugins_of(config_dir: Path) -> dict[str, Any]:
 
 def test_ollama_num_ctx_is_the_window_never_the_trained_length(run_i, dirs) -> None:
     show = {"parameters": "num_ctx                        4096\nstop <|eot_id|>", "model_info": TRAINED}
-    routes = {"/v1/models": (200, OLLAMA_MODELS), "POST /api/show": (200, show)}
+    routes = {"/v1/models": (200, OLLAMA_MODELS), "/api/version": VERSION, "POST /api/show": (200, show)}
     with ModelServer(routes) as server:
         result = run_i("--runtime", "init", "--base-url", server.base_url, "--model", "llama3.2", env_extra=NO_KEY)
     assert result.returncode == 0, result.stderr
@@ -398,6 +399,7 @@ def test_ollama_without_num_ctx_reads_the_loaded_model(run_i, dirs) -> None:
     ps = {"models": [{"name": "llama3.2", "model": "llama3.2", "context_length": 16384}]}
     routes = {
         "/v1/models": (200, OLLAMA_MODELS),
+        "/api/version": VERSION,
         "POST /api/show": (200, {"parameters": "stop x", "model_info": TRAINED}),
         "/api/ps": (200, ps),
     }
@@ -411,6 +413,7 @@ def test_ollama_without_num_ctx_reads_the_loaded_model(run_i, dirs) -> None:
 def test_ollama_with_nothing_running_writes_no_window_and_names_the_variable(run_i, dirs) -> None:
     routes = {
         "/v1/models": (200, OLLAMA_MODELS),
+        "/api/version": VERSION,
         "POST /api/show": (200, {"parameters": "stop x", "model_info": TRAINED}),
         "/api/ps": (200, {"models": []}),
     }
@@ -444,3 +447,11 @@ def test_a_server_that_cannot_count_gets_exact_count_off_and_says_why(run_i, dir
     assert result.returncode == 0, result.stderr
     assert config_of(dirs["config"])["budget"]["exact_count"] == "off"
     assert "budget.exact_count 'off'" in result.stdout.decode() and "offers no request count" in result.stdout.decode()
+
+
+def test_a_server_that_is_not_ollama_is_not_asked_ollama_questions(run_i, dirs) -> None:
+    with ModelServer({"/v1/models": (200, OLLAMA_MODELS)}) as server:
+        result = run_i("--runtime", "init", "--base-url", server.base_url, "--model", "llama3.2", env_extra=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    assert server.paths == ["/props", "/v1/models", "/api/version"]
+    assert "/api/show" not in [path for path, _body in server.posts]

@@ -156,7 +156,7 @@ def run_init(
             if created:
                 note = _note(found, path)
                 image_note = _image_note(cost, config["base_url"], path)
-                exact_note = f"budget.exact_count {config['budget']['exact_count']!r}: {counting}"
+                exact_note = f"budget.exact_count {config['budget']['exact_count']!r}: {counting.split(': ', 1)[1]}"
             continue
         if name == "plugins.json" and found is not None and found.window is not None:
             small = found.window <= SMALL_WINDOW
@@ -259,6 +259,9 @@ def _ollama_window(root: str, model: str, api_key: str | None, timeout: float, a
     """Ollama's *running* window: ``num_ctx`` in ``/api/show``'s parameters (a Modelfile's setting),
     else the loaded model's ``context_length`` in ``/api/ps``. Never ``model_info``'s trained
     length: Ollama silently drops the start of a prompt longer than its running window."""
+    version, _problem = _get_json(f"{root}/api/version", api_key, timeout)
+    if not isinstance(version, dict) or not isinstance(version.get("version"), str):
+        return ContextDiscovery(None, None, tuple(asked))  # not Ollama: nothing more to ask
     show_url = f"{root}/api/show"
     body, problem = _post_json(show_url, {"model": model}, api_key, timeout)
     parameters = body.get("parameters") if isinstance(body, dict) else None
