@@ -130,9 +130,8 @@ def run(tag: str, url: str, window: int, profile: str, exact: str, turns: int) -
         )
         codes.append(result.returncode)
         summary = [line for line in result.stderr.splitlines() if line.startswith("[i] ")]
-        estimate = (
-            summary[-1].rsplit("budget estimate ", 1)[-1] if summary and "budget estimate" in summary[-1] else None
-        )
+        found = summary[-1].rsplit("budget estimate ", 1) if summary else []
+        estimate = found[1].split()[0] if len(found) == 2 else None
         estimates.append(int(estimate) if estimate and estimate.isdigit() else None)
         lines.extend(line for line in result.stderr.splitlines() if "compact" in line or "small" in line)
         if result.returncode:
