@@ -161,3 +161,25 @@ def test_a_silent_budget_whose_estimates_cannot_pass_the_reduction_check_is_name
         assert "the last checkpoint is unchanged" in line
     assert session.read_bytes() == before
     assert not (project / ".i" / "sessions" / "s.precompact.json").exists()
+
+
+def test_the_servers_exact_count_is_the_first_requests_estimate(i, write_config, plugins, project):
+    """budget.exact_count "tokenize": the first request is estimated at the server's own count
+    (llama.cpp /apply-template + /tokenize), not at the byte count several times larger."""
+    plugins("budget")
+    estimates = {}
+    for mode in ("off", "tokenize"):
+        with ScriptedModel([{"text": "ok"}], context_window=100_000, context_style="llamacpp") as model:
+            write_config(model.base_url, budget={"context_window": 100_000, "exact_count": mode})
+            result = i("-C", str(project), "Please summarise the notes of this project in two sentences.")
+            served = model.requests[0]
+        assert result.returncode == 0, result.stderr
+        from i_scripted import prompt_tokens
+
+        estimates[mode] = (
+            int(result.stderr.rsplit("budget estimate ", 1)[1].split()[0]),
+            prompt_tokens("openai", served.body),
+        )
+    estimate, served = estimates["tokenize"]
+    assert estimate == served
+    assert estimates["off"][0] > 2 * estimates["off"][1]  # the byte estimate, side by side

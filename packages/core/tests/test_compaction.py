@@ -538,3 +538,57 @@ def test_a_rejection_is_sent_only_to_a_budget_that_declared_it(setup, tmp_path, 
     assert any("rejection" in r for r in budgets) is declared
     plans = [r for r in _log(log) if r["event"] == "compact_plan"]
     assert any(r.get("force") for r in plans)  # either way the refusal forces a compaction
+
+
+# -- nothing to compact yet (no cut can pass SPEC §3.5 step 3) ----------------------------------------
+
+
+def test_a_first_request_over_a_provisional_budget_asks_no_compactor(setup, tmp_path):
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}]) as model:
+        setup.behave(fits_over=100, provisional=True, cut="none", log=str(log))
+        result = setup.run(model.base_url, "first " + LONG)
+    assert result.returncode == 0, result.stderr
+    assert "0 compaction(s) of 0 attempt(s)" in result.stderr
+    assert not log.exists() or not [r for r in _log(log) if r["event"] in ("compact_plan", "after_compact_commit")]
+    assert len(model.requests) == 1  # the server counts it
+
+
+def test_a_first_request_that_cannot_fit_says_nothing_to_compact_yet(setup, tmp_path):
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "never"}]) as model:
+        setup.behave(fits_over=100, cut="none", log=str(log))
+        result = setup.run(model.base_url, "first " + LONG)
+    assert result.returncode == 5
+    assert "nothing to compact yet" in result.stderr and "compaction did not help" not in result.stderr
+    assert not log.exists() or not [r for r in _log(log) if r["event"] == "compact_plan"]
+    assert not model.requests
+
+
+def test_fixed_costs_over_the_trigger_are_named_once(setup, tmp_path):
+    with ScriptedModel([{"text": "ok"}] * 2) as model:
+        setup.behave()
+        assert setup.run(model.base_url, "hello").returncode == 0
+        policy = {"trigger": 10, "output_reserve": 5, "context_window": 40}
+        setup.behave(fits_over=1, cut="none", policy=policy)
+        result = setup.run(model.base_url, "again")
+    lines = [line for line in result.stderr.splitlines() if "over the compaction trigger 10" in line]
+    assert len(lines) == 1, result.stderr
+    assert "output reserve 5" in lines[0] and '"profile": "small"' in lines[0] and "40-token window" in lines[0]
+
+
+# -- like with like (SPEC §3.5 step 6) ------------------------------------------------------------------
+
+
+def test_a_candidate_is_compared_with_the_original_measured_the_same_way(setup, tmp_path):
+    """The original's estimate rests on the server's count (anchored, far below its content), the
+    candidate's on density: the original is measured by density too, and the reduction commits."""
+    log = tmp_path / "log.ndjson"
+    with ScriptedModel([{"text": "ok"}] * 5) as model:
+        before = grow(setup, model)
+        setup.behave(fits_over=len(before) // 2, anchored_estimate=50, method="density", cut="keep_two", log=str(log))
+        result = setup.run(model.base_url, "next " + LONG)
+    assert result.returncode == 0, result.stderr
+    commit = [r for r in _log(log) if r["event"] == "after_compact_commit"][-1]
+    assert commit["committed"] is True, commit
+    assert setup.backup.exists()

@@ -29,11 +29,23 @@ class ModelServer:
     def __init__(self, routes: dict[str, tuple[Any, ...]]) -> None:
         self.routes = routes
         self.requests: list[tuple[str, dict[str, str]]] = []
+        self.posts: list[tuple[str, Any]] = []  # POST routes are keyed "POST /path"
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:
                 pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                outer.posts.append((self.path, orjson.loads(self.rfile.read(length) or b"null")))
+                status, body = outer.routes.get(f"POST {self.path}", (404, {"error": "nope"}))[:2]
+                raw = orjson.dumps(body)
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
 
             def do_GET(self) -> None:
                 outer.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
@@ -388,3 +400,88 @@ def test_init_over_an_existing_config_says_nothing_of_image_cost(run_i, dirs) ->
     (dirs["config"] / "config.json").write_bytes(b'{"protocol":"openai","base_url":"http://x/v1","model":"m"}')
     result = run_i("--runtime", "init")
     assert result.returncode == 0 and b"image_tokens" not in result.stdout
+
+
+# --- the running window of Ollama, exact counts, the small profile -----------------------------------
+
+OLLAMA_MODELS = {"object": "list", "data": [{"id": "llama3.2", "object": "model", "owned_by": "library"}]}
+VERSION = (200, {"version": "0.12.3"})
+TRAINED = {"llama.context_length": 131072}
+
+
+def plugins_of(config_dir: Path) -> dict[str, Any]:
+    return orjson.loads((config_dir / "plugins.json").read_bytes())
+
+
+def test_ollama_num_ctx_is_the_window_never_the_trained_length(run_i, dirs) -> None:
+    show = {"parameters": "num_ctx                        4096\nstop <|eot_id|>", "model_info": TRAINED}
+    routes = {"/v1/models": (200, OLLAMA_MODELS), "/api/version": VERSION, "POST /api/show": (200, show)}
+    with ModelServer(routes) as server:
+        result = run_i("--runtime", "init", "--base-url", server.base_url, "--model", "llama3.2", env_extra=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    assert config_of(dirs["config"])["budget"]["context_window"] == 4096
+    out = result.stdout.decode()
+    assert f"budget.context_window 4096 from {server.root}/api/show (parameters num_ctx)" in out
+    assert plugins_of(dirs["config"])["profile"] == "small" and 'profile "small"' in out
+
+
+def test_ollama_without_num_ctx_reads_the_loaded_model(run_i, dirs) -> None:
+    ps = {"models": [{"name": "llama3.2", "model": "llama3.2", "context_length": 16384}]}
+    routes = {
+        "/v1/models": (200, OLLAMA_MODELS),
+        "/api/version": VERSION,
+        "POST /api/show": (200, {"parameters": "stop x", "model_info": TRAINED}),
+        "/api/ps": (200, ps),
+    }
+    with ModelServer(routes) as server:
+        result = run_i("--runtime", "init", "--base-url", server.base_url, "--model", "llama3.2", env_extra=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    assert config_of(dirs["config"])["budget"]["context_window"] == 16384
+    assert plugins_of(dirs["config"])["profile"] == "standard"
+
+
+def test_ollama_with_nothing_running_writes_no_window_and_names_the_variable(run_i, dirs) -> None:
+    routes = {
+        "/v1/models": (200, OLLAMA_MODELS),
+        "/api/version": VERSION,
+        "POST /api/show": (200, {"parameters": "stop x", "model_info": TRAINED}),
+        "/api/ps": (200, {"models": []}),
+    }
+    with ModelServer(routes) as server:
+        result = run_i("--runtime", "init", "--base-url", server.base_url, "--model", "llama3.2", env_extra=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    assert "context_window" not in config_of(dirs["config"])["budget"]
+    assert "OLLAMA_CONTEXT_LENGTH" in result.stdout.decode() and "131072" not in result.stdout.decode()
+    assert plugins_of(dirs["config"])["profile"] == "standard"  # no window known: no choice made
+
+
+@pytest.mark.parametrize(("window", "profile"), [(8192, "small"), (32768, "standard")])
+def test_a_llama_cpp_server_that_counts_gets_exact_count_and_a_small_window_the_small_profile(
+    run_i, dirs, window, profile
+) -> None:
+    from i_scripted import ScriptedModel
+
+    with ScriptedModel([], context_window=window, context_style="llamacpp") as model:
+        result = run_i("--runtime", "init", "--base-url", model.base_url, env_extra=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    assert config_of(dirs["config"])["budget"]["exact_count"] == "tokenize"
+    out = result.stdout.decode()
+    assert "budget.exact_count 'tokenize'" in out and "/apply-template" in out
+    assert plugins_of(dirs["config"])["profile"] == profile
+    assert ('profile "small"' in out) == (profile == "small")
+
+
+def test_a_server_that_cannot_count_gets_exact_count_off_and_says_why(run_i, dirs) -> None:
+    with ModelServer({"/props": (200, PROPS)}) as server:
+        result = run_i("--runtime", "init", "--base-url", server.base_url, env_extra=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    assert config_of(dirs["config"])["budget"]["exact_count"] == "off"
+    assert "budget.exact_count 'off'" in result.stdout.decode() and "offers no request count" in result.stdout.decode()
+
+
+def test_a_server_that_is_not_ollama_is_not_asked_ollama_questions(run_i, dirs) -> None:
+    with ModelServer({"/v1/models": (200, OLLAMA_MODELS)}) as server:
+        result = run_i("--runtime", "init", "--base-url", server.base_url, "--model", "llama3.2", env_extra=NO_KEY)
+    assert result.returncode == 0, result.stderr
+    assert server.paths == ["/props", "/v1/models", "/api/version"]
+    assert "/api/show" not in [path for path, _body in server.posts]

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 import pytest
-from scripted_http import PROSE, chat, get, send
+from scripted_http import PROSE, chat, get, post, send
 
 from i_scripted import ScriptedModel, prompt_tokens
 
@@ -212,3 +212,34 @@ def test_bad_context_settings_are_refused() -> None:
         ScriptedModel([], context_window=True)
     with pytest.raises(ValueError, match="context_style must be one of openai, anthropic, llamacpp, vllm"):
         ScriptedModel([], context_window=10, context_style="tgi")
+
+
+def _post(model: ScriptedModel, path: str, body: Any) -> tuple[int, Any]:
+    status, raw = post(model.root_url, path, body)
+    return status, orjson.loads(raw)
+
+
+def test_llamacpp_counts_a_chat_request_exactly_with_apply_template_and_tokenize() -> None:
+    body = {
+        "model": "m",
+        "messages": [{"role": "system", "content": "You are i."}, {"role": "user", "content": "Hello there, world."}],
+        "tools": [{"type": "function", "function": {"name": "read", "description": "Read a file", "parameters": {}}}],
+    }
+    with ScriptedModel([{"text": "x"}], context_window=4096, context_style="llamacpp") as model:
+        rendered = _post(model, "/apply-template", body)[1]["prompt"]
+        tokens = _post(model, "/tokenize", {"content": rendered, "add_special": True})[1]["tokens"]
+        plain = _post(model, "/tokenize", {"content": "Hello world."})[1]["tokens"]
+        usage = _post(model, "/v1/chat/completions", body)[1]["usage"]
+        assert model.served == 1 and len(model.probes) == 3  # counting consumes no step
+    assert len(tokens) == prompt_tokens("openai", body) == usage["prompt_tokens"]
+    assert len(plain) == 3
+
+
+def test_vllm_tokenize_counts_messages_and_other_styles_do_not_serve_it() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hello there, world."}]}
+    with ScriptedModel([], context_window=2048, context_style="vllm") as model:
+        answer = _post(model, "/tokenize", body)[1]
+        assert _post(model, "/apply-template", body)[0] == 404
+    assert answer["count"] == prompt_tokens("openai", body) and answer["max_model_len"] == 2048
+    with ScriptedModel([], context_window=2048, context_style="openai") as model:
+        assert _post(model, "/tokenize", body)[0] == 404

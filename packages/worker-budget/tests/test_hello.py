@@ -16,4 +16,4 @@ def test_hello_names_the_package_and_its_extensions():
     sent = {"package": "i-core", "version": "0.3.3", "protocol": "1", "extensions": []}
     answer = worker.handle({"id": 1, "event": "hello", "workspace": "/tmp", "data": sent})["data"]
     assert (answer["package"], answer["version"], answer["protocol"]) == ("i-worker-budget", __version__, "1")
-    assert answer["extensions"] == ["cut_estimates", "rejection", "tool_output_budget"]
+    assert answer["extensions"] == ["cut_estimates", "exact_count", "rejection", "tool_output_budget"]

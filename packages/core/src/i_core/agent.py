@@ -18,7 +18,7 @@ from i_protocol.history import HistoryError, check_tool_calls
 
 from .approval import ApprovalGate
 from .archive import Archive, Generation, Index, citation
-from .budget import Budget
+from .budget import Budget, has_cut
 from .checkpoints import Checkpoints
 from .compaction import Compactor, Outcome
 from .config import ApiConfig
@@ -392,6 +392,8 @@ class Agent:
         The committed candidate's replaced messages are archived first (``archive``), then the last
         full backup (``.precompact.json``) is written, then the checkpoint whose meta records them.
         """
+        if not has_cut(history):  # SPEC §3.5 step 3 cannot pass: no attempt, no failure
+            return Outcome(committed=False, history=history, check="declined", reason="nothing to compact yet")
         archive = Archive(self.session.path, self.config.archive_max_bytes)
         index = Index.from_meta(self.session.meta)
         planned: list[tuple[Generation | None, Index]] = []
@@ -454,8 +456,9 @@ class Agent:
         return outcome
 
     def close(self) -> None:
-        """Release the model client."""
+        """Release the model client and the budget's counting connection."""
         self.model.close()
+        self.budget.close()
 
 
 def _restore_key(meta: dict[str, Any], key: str, value: Any) -> None:

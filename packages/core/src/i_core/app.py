@@ -445,6 +445,10 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(for_terminal(result.context_note))
     if result.image_note is not None:
         print(for_terminal(result.image_note))
+    if result.exact_note is not None:
+        print(for_terminal(result.exact_note))
+    if result.profile_note is not None:
+        print(for_terminal(result.profile_note))
     for line in result.unchanged:  # asked for, not done: the edit is the user's to make
         print(for_terminal(f"i: {line}"), file=sys.stderr)
     return EXIT_CONFIG if result.unchanged else 0

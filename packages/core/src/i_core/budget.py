@@ -28,6 +28,7 @@ from i_protocol.history import is_image_part, is_summary, wire_bytes
 
 from .config import ApiConfig
 from .errors import BudgetExhausted
+from .exact_count import ExactCounter, tools_fingerprint
 from .hook_results import BudgetCheck
 from .hooks import HookRunner
 from .unplanned_images import leave_out
@@ -69,6 +70,9 @@ class Budget:
         self.warn: Callable[[str], None] = lambda _message: None
         """Where a dropped anchor is said (stderr through the console), once per process."""
         self._warned = False
+        self._fixed_checked = False
+        self.counter: ExactCounter | None = None
+        """Asks the server for exact counts (``budget.exact_count``), made at the first check that may."""
 
     @property
     def enabled(self) -> bool:
@@ -84,13 +88,16 @@ class Budget:
         compact: bool | None = None,
         force: bool = False,
         rejection: dict[str, int | None] | None = None,
+        anchored: bool = True,
     ) -> BudgetCheck | None:
         """The budget worker's answer for ``history`` (None when no budget worker runs).
 
         ``compact`` tells the worker whether a compactor could act on its recommendation
         (default: whether one is installed); ``force`` that a compaction runs whatever it says;
         ``rejection`` that the model server refused exactly this history as too long (sent only to
-        a budget that declared the ``rejection`` extension; any other still sees the forced check).
+        a budget that declared the ``rejection`` extension; any other still sees the forced check);
+        ``anchored=False`` leaves the usage anchor out, so the history is measured the way a
+        compaction candidate is (like with like, SPEC §3.5 step 6).
         """
         if not self.enabled:
             return None
@@ -101,21 +108,54 @@ class Budget:
             "model": self.config.model,
             "protocol": self.config.protocol,
             "origin": self.origin,
-            "budget": dict(self.config.budget),
+            "budget": {key: value for key, value in self.config.budget.items() if key != "exact_count"},
             "max_tokens": self.config.max_tokens,
             "history": history,
             "tools": tools,
             "pending_tool_calls": pending_tool_calls,
             "compact": compact,
-            "usage": self.usable_anchor(history, tools),
+            "usage": self.usable_anchor(history, tools) if anchored else None,
             "cut": None,
         }
+        exact = self._exact_count(history, tools)
+        if exact is not None:
+            data["exact_count"] = exact
         if force:
             data["force"] = True
         if rejection is not None and self.hooks.declared("context_budget", "rejection"):
             data["rejection"] = {key: value for key, value in rejection.items() if value is not None}
         check: BudgetCheck = self.hooks.checked("context_budget", data)
         return check
+
+    def _exact_count(self, history: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The server's count of this request (``budget.exact_count: "tokenize"``), for a budget worker
+        that declared the ``exact_count`` extension; checked for plausibility like any usage."""
+        if self.config.budget.get("exact_count") != "tokenize":
+            return None
+        if self.counter is None:
+            self.hooks.greet("context_budget")  # what it declared must be known before its first call
+        if not self.hooks.declared("context_budget", "exact_count"):
+            return None
+        if self.counter is None:
+            self.counter = ExactCounter(self.config, lambda message: self.warn(message))
+        tokens = self.counter.count(history, tools)
+        if tokens is None:
+            return None
+        problem = self.implausible({"input_tokens": tokens}, history, tools)
+        if problem is not None:
+            self._say(f"the model server counted {problem}; that count is impossible and is not used for the budget")
+            return None
+        return {
+            "tokens": tokens,
+            "origin": self.origin,
+            "model": self.config.model,
+            "tools_fingerprint": tools_fingerprint(tools),
+        }
+
+    def close(self) -> None:
+        """Close the counting connection, if one was opened."""
+        if self.counter is not None:
+            self.counter.close()
 
     def enforce(
         self,
@@ -146,6 +186,9 @@ class Budget:
                 f"the next request does not fit the context budget ({verdict.explain()}) and no compactor is "
                 "installed (enable the compact module or start a new session)"
             )
+        self._say_fixed_cost(working, tools, check)
+        if not has_cut(working):
+            return self._nothing_to_compact(working, check, rejection, progress, where)
         outcome = compact(working, check, rejection is not None)
         if outcome.committed and outcome.after is not None:
             return outcome.history, outcome.after
@@ -172,6 +215,55 @@ class Budget:
                 '"mode": "local" in compact.json summarises without a model request.'
             )
         raise BudgetExhausted(f"{what}, and compaction did not help: {outcome.reason}. {hint}")
+
+    def _nothing_to_compact(
+        self,
+        working: list[dict[str, Any]],
+        check: BudgetCheck,
+        rejection: dict[str, int | None] | None,
+        progress: Callable[[str], None],
+        where: str,
+    ) -> tuple[list[dict[str, Any]], BudgetCheck | None]:
+        """No cut can pass SPEC §3.5 step 3: nothing to compact yet, which is no compaction attempt."""
+        verdict = check.verdict
+        if verdict.fits and rejection is None:
+            return working, check
+        images = verdict.raw.get("images")
+        unplanned = images.get("unplanned") if isinstance(images, dict) else None
+        if verdict.provisional and rejection is None and not unplanned:
+            progress("the budget has no usage of this model yet; the server counts this request")
+            return working, check
+        what = (
+            "the model server refused the request as too long"
+            if rejection is not None
+            else f"the next request does not fit the context budget ({verdict.explain()})"
+        )
+        hint = oversize_hint(working, verdict.capacity, where)
+        raise BudgetExhausted(f"{what}, and there is nothing to compact yet. {hint}")
+
+    def _say_fixed_cost(self, working: list[dict[str, Any]], tools: list[dict[str, Any]], check: BudgetCheck) -> None:
+        """Once per process (the first time it is known): the line that says the system prompt, the
+        tool schemas and the output reserve alone exceed the compaction trigger (no compaction can
+        make room for a conversation)."""
+        raw = check.verdict.raw
+        trigger, reserve, window = raw.get("trigger"), raw.get("output_reserve"), raw.get("context_window")
+        if self._fixed_checked or not working:
+            return
+        if not isinstance(trigger, int) or not isinstance(reserve, int) or not isinstance(window, int):
+            return
+        fixed = self.check(working[:1], tools, compact=False, anchored=False)
+        if fixed is None or fixed.verdict.provisional:
+            return  # a byte count of text never observed is several times the real one: no alarm on it
+        self._fixed_checked = True
+        tokens = fixed.verdict.estimate
+        if tokens is None or tokens + reserve <= trigger:
+            return
+        self.warn(
+            f"the system prompt and {len(tools)} tool schemas take {tokens} tokens and the output reserve {reserve}: "
+            f"{tokens + reserve} tokens, over the compaction trigger {trigger} of the {window}-token window before "
+            'any conversation, so compaction cannot make room; choose fewer tools ("profile": "small" in plugins.json) '
+            "or a larger budget.context_window if the server allows it"
+        )
 
     def record_usage(
         self,
@@ -292,6 +384,12 @@ def planned_image_tokens(history: list[dict[str, Any]], budget: dict[str, Any]) 
         if is_image_part(part)
     )
     return count * cost
+
+
+def has_cut(history: list[dict[str, Any]]) -> bool:
+    """True when some cut could pass SPEC §3.5 step 3: ``2 <= cut < len(history)`` on a user or
+    assistant message. Without one there is nothing to compact yet, and no compactor is asked."""
+    return any(message.get("role") in ("user", "assistant") for message in history[2:])
 
 
 def oversize_hint(working: list[dict[str, Any]], capacity: int | None, where: str) -> str:

@@ -362,13 +362,24 @@ class Compactor:
                 f"{now.comparable_estimate} >= {before.comparable_estimate})",
             )
         # Seed 001 §7: a byte reduction may not pass for a token reduction. With real usage behind
-        # the original, the candidate's conservative estimate must be below it too.
+        # the original, the candidate's conservative estimate must be below it too, measured like
+        # with like: when the candidate was estimated another way (learned density, the server's
+        # exact count), the original is measured that way as well (SPEC §3.5 step 6).
         if (
-            before.anchored
+            before.estimate_method in ("usage_anchor", "exact_count")
             and before.estimate is not None
             and now.estimate is not None
             and now.estimate >= before.estimate
         ):
+            same = self._measured_like(history, now.estimate_method)
+            if same is not None:
+                if now.estimate < same:
+                    return
+                raise CompactionError(
+                    "not_reducing",
+                    f"the compacted history is not smaller in tokens (estimate {now.estimate} >= {same} for the "
+                    f"original, both by {now.estimate_method})",
+                )
             problem = self._budget_cannot_reduce(history, candidate, before.estimate, now.estimate)
             if problem is not None:
                 raise WorkerIncompatible(problem)
@@ -377,6 +388,16 @@ class Compactor:
                 f"the compacted history is not smaller in tokens (estimate "
                 f"{now.estimate} >= the anchored {before.estimate})",
             )
+
+    def _measured_like(self, history: list[dict[str, Any]], method: str | None) -> int | None:
+        """The original's estimate made the way the candidate's was (``method``), without the usage
+        anchor; None when that way is the byte count (no token reduction may rest on bytes alone)."""
+        if method in (None, "usage_anchor", "utf8_bytes"):
+            return None
+        same = self.budget.check(history, self.tools, compact=False, anchored=False)
+        if same is None or same.verdict.estimate_method != method:
+            return None
+        return same.verdict.estimate
 
     def _budget_cannot_reduce(
         self, history: list[dict[str, Any]], candidate: list[dict[str, Any]], anchored: int, estimate: int

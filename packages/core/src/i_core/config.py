@@ -164,6 +164,9 @@ def _budget(raw: object, where: str) -> dict[str, Any]:
         return {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: budget must be an object, got {type(raw).__name__}")
+    mode = raw.get("exact_count", "off")
+    if mode not in ("off", "tokenize"):  # the core's own field: it asks the server, not the worker
+        raise ConfigError(f'{where}: budget.exact_count must be "off" or "tokenize", got {mode!r}')
     return dict(raw)
 
 

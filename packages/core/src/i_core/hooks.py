@@ -76,6 +76,12 @@ class HookRunner:
         hooks = self.subscribers(event)
         return bool(hooks) and all(self._declared_by(hook, extension) for hook in hooks)
 
+    def greet(self, event: str) -> None:
+        """Greet every hook of ``event`` now, so ``declared`` knows before their first call (one that
+        cannot start is left to that call to report)."""
+        for hook in self.subscribers(event):
+            self.pool.greet(hook.exec, hook.module, lenient=True)
+
     def run(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
         """Pass ``data`` through every subscriber of ``event``; with none, ``data`` itself comes back."""
         for hook in self.subscribers(event):

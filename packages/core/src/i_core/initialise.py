@@ -3,7 +3,13 @@
 The core has no capacity table, so init never invents a context window: when it creates
 config.json it asks the configured server once for its context size (llama.cpp ``/props``, then
 ``<base_url>/models``: vLLM's ``max_model_len``, OpenRouter/LM Studio's ``context_length``) and
-writes ``budget.context_window`` only when the server said it. Nothing is discovered at run time.
+writes ``budget.context_window`` only when the server said it: its *running* window, never the
+length the model was trained for (Ollama: ``num_ctx`` from ``/api/show``'s parameters, else the
+loaded model's ``context_length`` from ``/api/ps``, else nothing). Where the server counts a request
+exactly (llama.cpp ``/apply-template`` + ``/tokenize``, vLLM ``/tokenize``) config.json gets
+``budget.exact_count: "tokenize"``; and a window of at most ``SMALL_WINDOW`` tokens gets
+plugins.json's ``small`` profile (fewer tools). Each choice is said in one line. Nothing is
+discovered at run time.
 Where the provider documents what an image costs (``image_costs``), config.json gets that
 ``budget.image_tokens``; elsewhere none, and init says so (images are then left out, never fatal).
 """
@@ -52,6 +58,8 @@ DEFAULT_FILES: dict[str, dict[str, Any]] = {
     "builtin.json": {"builtin_profile": "configured", "tools": []},
 }
 
+SMALL_WINDOW = 8192
+"""init writes plugins.json's ``small`` profile for a running window of at most this many tokens."""
 PROBE_TIMEOUT = 2.0  # seconds per discovery request, start to end
 _PROBE_MAX_BYTES = 8 * 1024 * 1024  # OpenRouter's model list is a few MB
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -75,6 +83,8 @@ class InitResult:
     files: list[tuple[Path, bool]]
     context_note: str | None  # None when config.json already existed (nothing was asked)
     image_note: str | None = None  # likewise
+    exact_note: str | None = None  # likewise: budget.exact_count, and why
+    profile_note: str | None = None  # when plugins.json was created: its profile, and why
     unchanged: list[str] = field(default_factory=list)
     """When config.json existed and ``--base-url`` / ``--model`` asked for another value: one line
     per field saying the file was not changed and the edit to make."""
@@ -117,7 +127,8 @@ def run_init(
     # A killed init leaves ``.config.json.PID.HEX.tmp`` behind: gone once its writer is.
     remove_stale_temporaries(config_dir, targets=DEFAULT_FILES)
     files = []
-    note = image_note = None
+    note = image_note = exact_note = profile_note = None
+    found: ContextDiscovery | None = None
     unchanged: list[str] = []
     for name, content in DEFAULT_FILES.items():
         path = config_dir / name
@@ -138,6 +149,8 @@ def run_init(
                 config["budget"] = {"context_window": found.window, **config["budget"]}
                 # The reply's reserve comes out of the window: keep at least three quarters for input.
                 config["max_tokens"] = min(config["max_tokens"], max(1, found.window // 4))
+            counting = exact_count_probe(config["base_url"], config["model"], api_key or None, timeout=timeout)
+            config["budget"]["exact_count"] = "tokenize" if counting.startswith("tokenize") else "off"
             cost = documented_image_tokens(config["base_url"], config["model"])
             if cost is not None:
                 config["budget"]["image_tokens"] = cost.tokens
@@ -147,9 +160,28 @@ def run_init(
             if created:
                 note = _note(found, path)
                 image_note = _image_note(cost, config["base_url"], path)
+                exact_note = f"budget.exact_count {config['budget']['exact_count']!r}: {counting.split(': ', 1)[1]}"
+            continue
+        if name == "plugins.json" and found is not None and found.window is not None:
+            small = found.window <= SMALL_WINDOW
+            content = {**content, "profile": "small"} if small else content
+            created = _create_exclusive(path, _dumps(content))
+            files.append((path, created))
+            if created and small:
+                profile_note = (
+                    f'plugins.json profile "small" (the built-in tools only): the running window is {found.window} '
+                    f'tokens, at most {SMALL_WINDOW}; "standard" in {path} offers every tool'
+                )
             continue
         files.append((path, _create_exclusive(path, _dumps(content))))
-    return InitResult(files=files, context_note=note, unchanged=unchanged, image_note=image_note)
+    return InitResult(
+        files=files,
+        context_note=note,
+        unchanged=unchanged,
+        image_note=image_note,
+        exact_note=exact_note,
+        profile_note=profile_note,
+    )
 
 
 def _not_applied(path: Path, asked: dict[str, str]) -> list[str]:
@@ -254,7 +286,65 @@ def discover_context_window(
     if window is not None:
         return ContextDiscovery(window, f"{models_url} ({field})", tuple(asked))
     asked.append(f"{models_url}: {problem or 'no max_model_len or context_length for ' + repr(model)}")
+    if problem is None:  # an OpenAI-compatible list without a window: Ollama says it at /api
+        return _ollama_window(root, model, api_key, timeout, asked)
     return ContextDiscovery(None, None, tuple(asked))
+
+
+def _ollama_window(root: str, model: str, api_key: str | None, timeout: float, asked: list[str]) -> ContextDiscovery:
+    """Ollama's *running* window: ``num_ctx`` in ``/api/show``'s parameters (a Modelfile's setting),
+    else the loaded model's ``context_length`` in ``/api/ps``. Never ``model_info``'s trained
+    length: Ollama silently drops the start of a prompt longer than its running window."""
+    version, _problem = _get_json(f"{root}/api/version", api_key, timeout)
+    if not isinstance(version, dict) or not isinstance(version.get("version"), str):
+        return ContextDiscovery(None, None, tuple(asked))  # not Ollama: nothing more to ask
+    show_url = f"{root}/api/show"
+    body, problem = _post_json(show_url, {"model": model}, api_key, timeout)
+    parameters = body.get("parameters") if isinstance(body, dict) else None
+    if isinstance(parameters, str):
+        for line in parameters.splitlines():
+            name, _, value = line.strip().partition(" ")
+            if name == "num_ctx" and (window := _positive(_int(value.strip()))) is not None:
+                return ContextDiscovery(window, f"{show_url} (parameters num_ctx)", tuple(asked))
+    asked.append(f"{show_url}: {problem or 'no num_ctx in parameters'}")
+    if problem is not None:
+        return ContextDiscovery(None, None, tuple(asked))  # not Ollama, or a model it does not have
+    ps_url = f"{root}/api/ps"
+    body, problem = _get_json(ps_url, api_key, timeout)
+    loaded = body.get("models") if isinstance(body, dict) else None
+    for entry in loaded if isinstance(loaded, list) else []:
+        mine = isinstance(entry, dict) and model in (entry.get("name"), entry.get("model"))
+        if mine and (window := _positive(entry.get("context_length"))) is not None:
+            return ContextDiscovery(window, f"{ps_url} ({model}: context_length of the loaded model)", tuple(asked))
+    asked.append(
+        f"{ps_url}: {problem or repr(model) + ' is not loaded'} (Ollama runs a model with num_ctx, else "
+        "OLLAMA_CONTEXT_LENGTH: set budget.context_window to that, never to the length the model was trained for)"
+    )
+    return ContextDiscovery(None, None, tuple(asked))
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def exact_count_probe(base_url: str, model: str, api_key: str | None, *, timeout: float = PROBE_TIMEOUT) -> str:
+    """Whether the server counts a chat request exactly: ``"tokenize: ..."`` saying how, else why not."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    messages = [{"role": "user", "content": "hi"}]
+    body, problem = _post_json(f"{root}/apply-template", {"messages": messages}, api_key, timeout)
+    if isinstance(body, dict) and isinstance(body.get("prompt"), str):
+        counted, _ = _post_json(f"{root}/tokenize", {"content": body["prompt"]}, api_key, timeout)
+        if isinstance(counted, dict) and isinstance(counted.get("tokens"), list):
+            return f"tokenize: {root}/apply-template and /tokenize count each request exactly (llama.cpp)"
+    if problem is not None and problem.startswith(_UNREACHABLE):
+        return f"off: {root} is not reachable"
+    counted, _ = _post_json(f"{root}/tokenize", {"model": model, "messages": messages}, api_key, timeout)
+    if isinstance(counted, dict) and isinstance(counted.get("count"), int):
+        return f"tokenize: {root}/tokenize counts each request exactly (vLLM)"
+    return f"off: {root} offers no request count (llama.cpp /apply-template + /tokenize, vLLM /tokenize)"
 
 
 def _positive(value: Any) -> int | None:
@@ -290,8 +380,16 @@ def _models_window(body: Any, model: str) -> tuple[int | None, str]:
     return None, ""
 
 
-def _get_json(url: str, api_key: str | None, timeout: float) -> tuple[Any, str | None]:
-    """(decoded JSON body, None) of one GET, or (None, what went wrong). No redirects, no retries."""
+def _post_json(url: str, body: dict[str, Any], api_key: str | None, timeout: float) -> tuple[Any, str | None]:
+    """(decoded JSON body, None) of one POST, or (None, what went wrong). No redirects, no retries."""
+    return _get_json(url, api_key, timeout, body)
+
+
+def _get_json(
+    url: str, api_key: str | None, timeout: float, post: dict[str, Any] | None = None
+) -> tuple[Any, str | None]:
+    """(decoded JSON body, None) of one GET (a POST of ``post``), or (None, what went wrong). No
+    redirects, no retries."""
     import httpx
 
     headers = {"accept": "application/json"}
@@ -302,7 +400,7 @@ def _get_json(url: str, api_key: str | None, timeout: float) -> tuple[Any, str |
     try:
         with (
             httpx.Client(timeout=timeout, follow_redirects=False, trust_env=not loopback) as client,
-            client.stream("GET", url, headers=headers) as response,
+            client.stream("GET" if post is None else "POST", url, headers=headers, json=post) as response,
         ):
             if response.status_code != 200:
                 return None, f"HTTP {response.status_code}"

@@ -53,22 +53,11 @@ _MEMORY_TOOLS = _worker_tools("memory")
 _WEB_TOOLS = _worker_tools("web")
 
 _SKILL_TOOLS = (
-    _tool(
-        "skill_load",
-        "Load the full text of a skill by name.",
-        {"name": {"type": "string", "description": "The skill's name."}},
-        ["name"],
-    ),
+    _tool("skill_load", "Load a skill's full text by name.", {"name": {"type": "string"}}, ["name"]),
     _tool(
         "skill_read",
-        "Read a file that a skill references, by a path relative to the skill's folder.",
-        {
-            "name": {"type": "string", "description": "The skill's name."},
-            "path": {
-                "type": "string",
-                "description": "A file path relative to the skill's folder (no '..', not absolute).",
-            },
-        },
+        "Read a file a skill references, by its path relative to the skill's folder.",
+        {"name": {"type": "string"}, "path": {"type": "string"}},
         ["name", "path"],
     ),
 )
@@ -153,6 +142,10 @@ PROFILES: dict[str, tuple[str, ...]] = {
     "responses-compact": ("responses", "budget", "compact"),
     "smoke": ("smoke", "cache"),
     "smoke-thinking": ("smoke", "cache"),
+    # For 4k-8k windows: standard without the modules that add tools (skills, memory, web), so only
+    # the built-in tools are offered. Chosen by the user (init writes it for a small window); never
+    # switched to automatically (no silent change of what is offered).
+    "small": tuple(name for name in _FULL if name not in ("responses", "checkpoint", "skills", "memory", "web")),
 }
 
 PROFILE_ARGS: dict[str, dict[str, tuple[str, ...]]] = {

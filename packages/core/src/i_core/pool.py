@@ -212,16 +212,21 @@ class WorkerPool:
                 what = "the model provider failed (no built-in adapter is used instead)"
             raise WorkerFailure(f"{what}: worker {describe_worker(spec, module)} {exc.problem}") from exc
 
-    def greet(self, spec: Exec, module: str | None = None) -> None:
+    def greet(self, spec: Exec, module: str | None = None, *, lenient: bool = False) -> None:
         """Start the worker of ``spec`` if needed and make sure it was asked ``hello`` (so what it
-        declared is known before the first call that depends on it); a failure is a ``WorkerFailure``."""
+        declared is known before the first call that depends on it); a failure is a ``WorkerFailure``,
+        or, ``lenient``, left to that first call to report."""
         worker: HostedWorker | None = None
         try:
             worker = self._get(spec)
             self._greet(spec, worker, module)
-        except CallError as exc:
+        except (CallError, WorkerFailure) as exc:
             if worker is not None:
                 self._evict(spec, worker)
+            if lenient:
+                return
+            if isinstance(exc, WorkerFailure):
+                raise
             raise WorkerFailure(
                 f"hook failed on 'hello': worker {describe_worker(spec, module)} {exc.problem}"
             ) from exc

@@ -15,6 +15,9 @@ Reads its behaviour from the JSON file named by argv[1] on every call, so a test
    "tokens_per_byte": R,      # ... at this rate (default 1.0)
    "log": "PATH",             # append every compact_plan / before_compact / after_compact_commit data (JSON lines)
    "log_budget": true,        # ... and every context_budget data
+   "anchored_estimate": N,    # with a usage anchor (and no summary in the history): this estimate, usage_anchor
+   "method": "density",       # the estimate_method of every other estimate
+   "policy": {...},           # merged into budget_result (trigger, output_reserve, context_window)
    "extensions": [...],       # what hello declares, read at start (default: every extension it uses)
    "package": ..., "version": ...}  # who hello says it is, read at start
 """
@@ -78,6 +81,12 @@ def context_budget(data: dict, request) -> dict:
         "anchor": {"model": data["model"]},
         "provisional": conf.get("provisional", False),
     }
+    anchored = conf.get("anchored_estimate")
+    if anchored is not None and data.get("usage") and not any(m.get("_compaction") for m in data["history"]):
+        data["budget_result"].update(estimate=anchored, estimate_method="usage_anchor")
+    elif conf.get("method"):
+        data["budget_result"]["estimate_method"] = conf["method"]
+    data["budget_result"].update(conf.get("policy", {}))
     if conf.get("cut_estimates"):
         data["budget_result"]["cut_estimates"] = {
             "fixed_tokens": 1,

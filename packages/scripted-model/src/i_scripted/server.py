@@ -24,6 +24,7 @@ import orjson
 
 from i_scripted.anthropic_replies import anthropic_body, anthropic_events
 from i_scripted.capacity import models_body, props_body
+from i_scripted.counting import COUNT_PATHS, Counting
 from i_scripted.openai_replies import openai_body, openai_chunks
 from i_scripted.overflow import CONTEXT_STYLES, context_error
 from i_scripted.replies import capped
@@ -79,13 +80,14 @@ class ScriptedModel:
             raise ValueError(f"context_style must be one of {', '.join(CONTEXT_STYLES)}, not {context_style!r}")
         self.script = list(script)
         self.requests: list[RecordedRequest] = []
-        self.probes: list[RecordedRequest] = []  # the GETs (capacity discovery); not model requests
+        self.probes: list[RecordedRequest] = []  # capacity discovery and token counting: not model requests
         self.served = 0
         self.rejections = 0  # requests refused because they did not fit context_window
         self.context_window = context_window
         self.context_style = context_style
         self.model_name = model_name
         self._on_request = on_request
+        self._counting = Counting()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -218,6 +220,12 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = orjson.loads(raw)
         except orjson.JSONDecodeError:
             body = None
+        if self.path in COUNT_PATHS:  # token counting: not a model request, no step consumed
+            with self.scripted._lock:
+                self.scripted.probes.append(RecordedRequest("POST", self.path, headers, body, raw))
+            model = self.scripted
+            self._send_json(*model._counting.answer(model.context_style, self.path, body, model.context_window))
+            return
         self.scripted._record(RecordedRequest("POST", self.path, headers, body, raw))
         kind = _KINDS.get(self.path)
         if kind is None:

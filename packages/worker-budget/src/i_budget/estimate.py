@@ -122,6 +122,32 @@ def _plausible(
     )
 
 
+def _exact_count(
+    data: dict[str, Any], model: str, tools_fp: str, measure: HistoryMeasure, tools: Classes, image_tokens: int | None
+) -> tuple[int | None, str | None]:
+    """The server's count of this very request (extension ``exact_count``) and, when it is not used, why.
+
+    It must name this request's origin, model and tool schemas, and pass the plausibility check of
+    any usage (no more tokens than the request's bytes, its images and a margin).
+    """
+    raw = data.get("exact_count")
+    if raw is None:
+        return None, None
+    tokens = raw.get("tokens") if isinstance(raw, dict) else None
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+        raise BudgetError(
+            f"exact_count must be an object {{tokens, origin, model, tools_fingerprint}} with a positive integer "
+            f"tokens, got {raw!r}"
+        )
+    for key, expected in (("origin", data.get("origin", "")), ("model", model), ("tools_fingerprint", tools_fp)):
+        if raw.get(key) != expected:
+            return None, f"exact_count is for another {key} ({raw.get(key)!r}, this request: {expected!r}): not used"
+    bound = measure.total_bytes + sum(tools) + measure.image_count() * (image_tokens or UNPLANNED_IMAGE_TOKENS)
+    if tokens > bound + PLAUSIBLE_MARGIN_TOKENS:
+        return None, f"exact_count {tokens} is over what {bound} bytes of request can cost: not used nor learned from"
+    return tokens, None
+
+
 def _cost(rates: Rates, size: int, classes: Classes) -> int:
     """Tokens of uncovered content: exact bytes before anything is learned, else the class rates."""
     return rates.tokens(classes) if rates.learned else size
@@ -314,9 +340,13 @@ def estimate_budget(
     tools_classes, tools_fp = measure_tools(data.get("tools"))
     matched = _plausible(_match(anchor, model, measure, len(history)), measure, tools_classes, policy.image_tokens)
     uncovered = _uncovered(history, measure, matched, tools_classes, tools_fp, learn is not None, count_classes)
+    exact, exact_note = _exact_count(data, model, tools_fp, measure, tools_classes, policy.image_tokens)
     observations: list[Observation] = []
     if learn is not None:
         observations = _observations(matched, measure, tools_classes, tools_fp, uncovered, rejection)
+        if exact is not None:  # the server counted the whole request: as good as a usage of it
+            whole = add(add(measure.prefix_classes(), measure.new_classes), tools_classes)
+            observations.append(Observation(measure.fingerprint[-16:] + tools_fp[-8:], "exact", whole, exact))
         rates = learn(observations)
     tools_tokens = _cost(rates, sum(tools_classes), tools_classes) if uncovered.tools_counted else 0
     image_cost = policy.image_tokens or 0
@@ -324,6 +354,9 @@ def estimate_budget(
     message_tokens = _cost(rates, uncovered.size, uncovered.classes)
     images_tokens = new_images * image_cost
     estimate = uncovered.anchored + message_tokens + tools_tokens + images_tokens + REQUEST_OVERHEAD_TOKENS
+    if exact is not None:  # the server's count covers the whole request (images are planned apart)
+        images_tokens = measure.image_count() * image_cost
+        estimate = exact + images_tokens
     if rejection is not None and rejection[0] is not None:
         estimate = max(estimate, rejection[0])  # the server's own count of this very request
     unobserved = sum(
@@ -335,7 +368,7 @@ def estimate_budget(
     )
     # An estimate resting mostly on classes never observed is the seed's 1 token per byte: several
     # times the real count. The host may let the server count such a request (see README).
-    provisional = rejection is None and unobserved > estimate // 10
+    provisional = rejection is None and exact is None and unobserved > estimate // 10
 
     reasons: list[str] = []
     if new_images and policy.image_tokens is None:
@@ -358,6 +391,8 @@ def estimate_budget(
     bytes_per_token = 1 / rates.blended(request) if rates.learned else 1.0
     costs = _message_costs(measure, rates, image_cost) if compact and (recommend or forced) else None
     notes = list(policy.notes)
+    if exact_note is not None:
+        notes.append(exact_note)
     if rejection is not None and rejection[1] is not None and rejection[1] < policy.context_window:
         notes.append(
             f"the server's context limit is {rejection[1]} tokens, below budget.context_window "
@@ -369,7 +404,9 @@ def estimate_budget(
         "fits": fits,
         "estimate": estimate,
         "provisional": provisional,
-        "estimate_method": "usage_anchor"
+        "estimate_method": "exact_count"
+        if exact is not None
+        else "usage_anchor"
         if isinstance(matched, Anchor)
         else ("density" if rates.learned else "utf8_bytes"),
         "fallback_reason": None if isinstance(matched, Anchor) else matched.reason,
@@ -381,6 +418,7 @@ def estimate_budget(
             "tool_schema_tokens": tools_tokens,
             "image_tokens": images_tokens,
             "overhead_tokens": REQUEST_OVERHEAD_TOKENS,
+            "exact_tokens": exact,
             "messages": len(history),
             "estimated_messages": len(history) - uncovered.start,
         },

@@ -28,9 +28,11 @@ FIELDS = frozenset(
         "image_tokens",
         "images",
         "tokenizer",
+        "exact_count",
     }
 )
-"""The ``budget`` fields; ``images`` belongs to the compact worker and is passed through untouched."""
+"""The ``budget`` fields; ``images`` belongs to the compact worker and ``exact_count`` to the core
+(whether it asks the server for counts): both are passed through untouched."""
 REMOVED_TOKENIZERS = ("cl100k_base", "o200k_base", "p50k_base", "r50k_base")
 
 

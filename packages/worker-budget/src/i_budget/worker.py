@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 worker = Worker("budget", __version__, dist_name="i-worker-budget")
 # Declared in `hello` (SPEC §3.4); set as an attribute so an older i-protocol only ignores it.
-worker.extensions = ("cut_estimates", "rejection", "tool_output_budget")
+worker.extensions = ("cut_estimates", "exact_count", "rejection", "tool_output_budget")
 _memory = MemoryStore()
 """What this process learned when a request names no workspace to keep it in."""
 

@@ -7,20 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-_KEY = {
-    "type": "string",
-    "description": "Entry name, e.g. 'build.command' or 'style.tests'. 1-128 characters, one line.",
-}
+_KEY = {"type": "string", "description": "Entry name, e.g. 'build.command'."}
 
-_APPROVAL = "Each call asks the user for approval."
+# Short on purpose: every schema goes with every model request, and on a 4k-8k window each sentence
+# costs conversation. The limits are enforced by the worker, which names them in its errors.
+_APPROVAL = "Asks the user for approval."
 
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "memory_get",
-        "description": (
-            "Read one entry of this workspace's persistent memory (notes kept across sessions). "
-            "Returns the stored text exactly. " + _APPROVAL
-        ),
+        "description": "Read one entry of this workspace's memory (notes kept across sessions). " + _APPROVAL,
         "parameters": {
             "type": "object",
             "properties": {"key": _KEY},
@@ -31,26 +27,19 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "memory_set",
         "description": (
-            "Create or replace one entry of this workspace's persistent memory. Memory is plain text that is "
-            "shown to you at later turns and sessions in this workspace: keep entries short, factual and "
-            "useful later (build commands, conventions, decisions). Never store secrets (API keys, tokens, "
-            "passwords, private keys): such values are refused; store a reference instead, such as the name "
-            "of the environment variable or the path of the file that holds the secret. Default limits: values "
-            "up to 8000 characters, 256 entries, 64 KiB in total. " + _APPROVAL
+            "Create or replace one memory entry, shown to you in later sessions: short facts such as build "
+            "commands and conventions. Never store secrets; name where they are kept instead. " + _APPROVAL
         ),
         "parameters": {
             "type": "object",
-            "properties": {
-                "key": _KEY,
-                "value": {"type": "string", "description": "The text to remember (replaces any earlier value)."},
-            },
+            "properties": {"key": _KEY, "value": {"type": "string"}},
             "required": ["key", "value"],
             "additionalProperties": False,
         },
     },
     {
         "name": "memory_delete",
-        "description": "Delete one entry of this workspace's persistent memory. " + _APPROVAL,
+        "description": "Delete one memory entry. " + _APPROVAL,
         "parameters": {
             "type": "object",
             "properties": {"key": _KEY},
@@ -60,15 +49,11 @@ TOOLS: list[dict[str, Any]] = [
     },
     {
         "name": "memory_list",
-        "description": (
-            "List the entries of this workspace's persistent memory (keys, sizes and short previews), "
-            "optionally only keys that start with a prefix. " + _APPROVAL
-        ),
+        "description": "List memory entries (keys and previews), optionally those whose key starts with prefix. "
+        + _APPROVAL,
         "parameters": {
             "type": "object",
-            "properties": {
-                "prefix": {"type": "string", "description": "Only keys starting with this text; omit for all."}
-            },
+            "properties": {"prefix": {"type": "string"}},
             "additionalProperties": False,
         },
     },

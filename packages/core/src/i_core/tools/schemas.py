@@ -13,110 +13,78 @@ def _schema(name: str, description: str, properties: dict[str, Any], required: l
     }
 
 
-_PATH = {"type": "string", "description": "File path, relative to the workspace or absolute."}
+_PATH = {"type": "string", "description": "File path."}
 
+# Descriptions say what a model needs to call the tool well, nothing more: every schema is sent with
+# every request, and on a 4k-8k local window each sentence costs room for the conversation
+# (bench/tool_schemas.py prints each tool's cost by the server's own count). Limits are enforced
+# by the tools themselves, which say so in their errors.
 BUILTIN_SCHEMAS: list[dict[str, Any]] = [
     _schema(
         "read",
-        "Read a UTF-8 text file. Lines come numbered ('<number><TAB><text>'); up to 2000 lines per call, "
-        "use offset/limit for more. Directories and binary files are refused.",
+        "Read a text file; lines come numbered. Use offset/limit for long files.",
         {
             "path": _PATH,
-            "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based). Default 1."},
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 100000,
-                "description": "Lines to show. Default 2000.",
-            },
+            "offset": {"type": "integer", "description": "First line, from 1."},
+            "limit": {"type": "integer", "description": "Number of lines (default 2000)."},
         },
         ["path"],
     ),
     _schema(
         "write",
-        "Create or overwrite a file with the given content (parent folders are created). "
-        "Prefer edit for changing part of an existing file.",
-        {"path": _PATH, "content": {"type": "string", "description": "The whole new content of the file."}},
+        "Create or overwrite a file.",
+        {"path": _PATH, "content": {"type": "string"}},
         ["path", "content"],
     ),
     _schema(
         "edit",
-        "Replace exact text in a file. old_string must appear exactly once unless replace_all is true; "
-        "copy it from read output without the line-number prefix, whitespace included.",
+        "Replace old_string, which must occur exactly once (unless replace_all), with new_string in a file.",
         {
             "path": _PATH,
-            "old_string": {"type": "string", "description": "The exact text to replace (not empty)."},
-            "new_string": {"type": "string", "description": "The replacement text."},
-            "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."},
+            "old_string": {"type": "string"},
+            "new_string": {"type": "string"},
+            "replace_all": {"type": "boolean"},
         },
         ["path", "old_string", "new_string"],
     ),
     _schema(
         "glob",
-        "List files whose path matches a glob pattern relative to the workspace ('*', '?', '[abc]', '**' for any "
-        "depth, e.g. 'src/**/*.py'). Sorted. Hidden files, build folders and symlinks are skipped.",
-        {
-            "pattern": {"type": "string", "description": "Glob pattern, e.g. '**/*.md'."},
-            "path": {"type": "string", "description": "Folder the pattern is relative to. Default: the workspace."},
-        },
+        "List files matching a glob pattern, e.g. 'src/**/*.py'.",
+        {"pattern": {"type": "string"}, "path": {"type": "string", "description": "Folder (default: workspace)."}},
         ["pattern"],
     ),
     _schema(
         "search",
-        "Search file contents; answers 'path:line: text' lines. Skips hidden, build, symlinked, binary and "
-        "files over 1 MiB; walks at most 10000 files and returns at most 20000 matches.",
+        "Search file contents for a regex; answers 'path:line: text'.",
         {
-            "pattern": {
-                "type": "string",
-                "description": "Python regular expression (or literal text with regex: false).",
-            },
-            "path": {"type": "string", "description": "Folder or file to search. Default: the workspace."},
-            "glob": {
-                "type": "string",
-                "description": "Only files matching this glob, e.g. '*.py' (name) or 'src/**/*.ts'.",
-            },
-            "regex": {"type": "boolean", "description": "Treat pattern as a regular expression. Default true."},
-            "case_sensitive": {"type": "boolean", "description": "Default true."},
+            "pattern": {"type": "string"},
+            "path": {"type": "string", "description": "Folder or file (default: workspace)."},
+            "glob": {"type": "string", "description": "Only files matching this glob."},
+            "regex": {"type": "boolean", "description": "false: literal text."},
+            "case_sensitive": {"type": "boolean"},
         },
         ["pattern"],
     ),
     _schema(
         "shell",
-        "Run a command with /bin/sh -c in the workspace. stdin is empty; stdout and stderr are merged and long "
-        "output is cut in the middle; the exit code is reported. The command is killed at the timeout.",
-        {
-            "command": {"type": "string", "description": "The shell command line."},
-            "timeout": {
-                "type": "number",
-                "exclusiveMinimum": 0,
-                "maximum": 600,
-                "description": "Seconds. Default 120.",
-            },
-        },
+        "Run a shell command in the workspace; answers its output and exit code.",
+        {"command": {"type": "string"}, "timeout": {"type": "number", "description": "Seconds (default 120)."}},
         ["command"],
     ),
     _schema(
         "view_image",
-        "Look at an image file (PNG, JPEG, GIF or WebP, at most 8 MiB); it is attached to the conversation.",
+        "Attach an image file (PNG, JPEG, GIF, WebP) to the conversation.",
         {"path": _PATH},
         ["path"],
     ),
     _schema(
         "recall",
-        "Return the exact original messages that a compaction summary replaced. A summary cites them as data "
-        "after 'Archived originals': spans of message numbers ([span 12-40]) with the tool call ids in them "
-        "(call_{3..5} stands for call_3, call_4, call_5; a quoted id is a JSON string). Pass one span (a number "
-        'or range, e.g. "12-40") or one cited tool call id. Text too long for one result comes in parts: each '
-        "names its character range and the next offset; call again with that offset for the rest. Read-only; "
-        "secrets stay masked.",
+        'Get the original messages a compaction summary replaced: one span it cites (e.g. "12-40") or one '
+        "tool call id. A long answer comes in parts; pass the next offset it names.",
         {
-            "span": {"type": "string", "description": 'A message number or range from the summary, e.g. "12-40".'},
-            "tool_call_id": {"type": "string", "description": "A tool call id the summary cites."},
-            "offset": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "Character to start from: the 'next offset' a part names. Default 0.",
-            },
+            "span": {"type": "string"},
+            "tool_call_id": {"type": "string"},
+            "offset": {"type": "integer"},
         },
         [],
     ),
