@@ -23,6 +23,7 @@ OLDEST_WORKERS: dict[str, str] = {
     "i-worker-memory": "0.1.0",
     "i-worker-web": "0.1.0",
     "i-worker-mcp": "0.1.0",
+    "i-worker-checkpoint": "0.1.0",
 }
 
 USED_BEFORE_DECLARING: dict[str, tuple[str, frozenset[str]]] = {
