@@ -1,3 +1,3 @@
 """Version of the i-scripted-model distribution (dev only, never a runtime dependency)."""
 
-__version__ = "0.2.1"
+__version__ = "0.2.2"
