@@ -1,8 +1,7 @@
-"""Console entry of `i-checkpoint`: the i-protocol check and ``--version`` first (``preflight``), then the worker."""
+"""Console entry of `i-checkpoint`: the i-protocol check first (``preflight``), then ``Worker.run``."""
 
 from __future__ import annotations
 
-import sys
 from typing import NoReturn
 
 from . import preflight
@@ -12,27 +11,12 @@ DIST = "i-worker-checkpoint"
 PROGRAM = "i-checkpoint"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the worker (or answer --version/--help)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if preflight.answer_version(DIST, __version__, NEEDS_PROTOCOL, __file__, args):
-        return 0
-    from .worker import worker
-
-    return worker.main(args)
-
-
 def run() -> NoReturn:
-    """The console script: the i-protocol check (one line and exit 7 when it does not fit), ``main``,
-    then exit without the interpreter's teardown (``exit_fast``)."""
+    """The console script: one line and exit 7 unless the installed i-protocol fits, then the worker."""
     preflight.check(PROGRAM, DIST, __version__, NEEDS_PROTOCOL)
-    try:
-        from i_protocol import exit_fast
-
-        from . import worker as _worker  # noqa: F401  (an import error here: another i-protocol build)
-    except ImportError as exc:
-        preflight.stop_on_import(PROGRAM, DIST, __version__, NEEDS_PROTOCOL, exc)
-    exit_fast(main())
+    preflight.worker(PROGRAM, DIST, __version__, NEEDS_PROTOCOL, __file__).run(
+        version=preflight.version_answer(DIST, __version__, NEEDS_PROTOCOL, __file__)
+    )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, Protocol
 
 EXIT_PROTOCOL = 7
 """Exit code: the installed i-protocol is missing, outside the needed range, or another build."""
@@ -83,6 +84,35 @@ def stop_on_import(program: str, dist: str, version: str, needs: str, exc: Impor
     if problem is None:
         raise exc
     stop(program, problem)
+
+
+class Runnable(Protocol):
+    """What ``worker`` returns: an ``i_protocol.Worker`` (this module cannot import it)."""
+
+    def run(self, argv: list[str] | None = None, *, version: Callable[[list[str]], bool] | None = None) -> NoReturn:
+        """Answer ``--version`` or serve, then exit."""
+
+
+def worker(program: str, dist: str, version: str, needs: str, package_file: str) -> Runnable:
+    """A worker package's ``Worker`` (``<package>.worker.worker``, ``package_file`` its ``__main__``),
+    imported once ``check`` passed. An import that fails because another build of i-protocol is
+    installed, or an i-protocol whose ``Worker`` cannot ``run``, ends with ``another_build``'s line."""
+    import importlib
+
+    package = os.path.basename(os.path.dirname(os.path.abspath(package_file)))
+    try:
+        found: Runnable = importlib.import_module(f"{package}.worker").worker
+    except ImportError as exc:
+        stop_on_import(program, dist, version, needs, exc)
+    if not callable(getattr(found, "run", None)):
+        missing = ImportError("cannot import name 'Worker.run' from 'i_protocol'", name="i_protocol")
+        stop_on_import(program, dist, version, needs, missing)
+    return found
+
+
+def version_answer(dist: str, version: str, needs: str, package_file: str) -> Callable[[list[str]], bool]:
+    """``answer_version`` for this package, as ``Worker.run`` asks it (``--version`` and ``--json``)."""
+    return lambda argv: answer_version(dist, version, needs, package_file, argv)
 
 
 def another_build(dist: str, version: str, needs: str, exc: ImportError) -> str | None:
