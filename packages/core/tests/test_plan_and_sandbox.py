@@ -219,3 +219,28 @@ def test_a_sandbox_that_fails_in_the_child_is_an_error_not_an_unsandboxed_run(tm
     with pytest.raises(ToolError, match="shell: not run: cannot apply the sandbox: /no/such/folder"):
         run_shell("touch ran", 10, context)
     assert not (tmp_path / "ran").exists()
+
+
+UDP_PROBE = """import socket
+for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+    try:
+        socket.socket(family, socket.SOCK_DGRAM).sendto(b"x", (host, 9))
+        print("SENT", int(family))
+    except OSError as exc:
+        print("REFUSED", int(family), exc.errno)
+"""
+
+
+@needs_landlock
+@pytest.mark.parametrize("network", [False, True])
+def test_with_the_network_off_no_udp_datagram_leaves_and_with_it_on_one_does(tmp_path: Path, network: bool):
+    from i_core.tools import ToolContext
+    from i_core.tools.shell import run_shell
+
+    (tmp_path / "udp.py").write_text(UDP_PROBE)
+    context = ToolContext(tmp_path, sandbox={"mode": "workspace-write", "network": network})
+    output = run_shell(f"{sys.executable} udp.py", 30, context).output
+    if network:
+        assert "SENT 2" in output, output
+    else:  # Landlock has no UDP rule: the seccomp filter refuses the socket itself (EACCES)
+        assert "REFUSED 2 13" in output and "SENT" not in output, output
