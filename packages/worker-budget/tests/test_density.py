@@ -407,11 +407,12 @@ def test_unanchored_estimates_track_real_density_after_a_few_turns(local, kind, 
     # session's anchor: a Chinese summary request at 4 letters per token estimates at 1.52x after
     # three turns (1.50x with the 5-tool, 2.7 KB copy this test used to keep). Over is the safe side.
     assert 0.9 <= summary <= 1.55, (kind, letters, summary)
-    # Before this change both were at 1 token per byte: 2.5-4.5x the real count.
+    # Before this change both were at 1 token per byte: 2-4.5x the real count (ids at 4 letters per
+    # token is the closest, 1.97x, since the core's tool descriptions were trimmed for small windows).
     plain, _ = Session(
         local, kind, letters=letters, budget={"context_window": 1_000_000, "tokenizer": "utf8_bytes"}
     ).ratio(session.candidate())
-    assert plain > 2.0
+    assert plain > 1.9
 
 
 @pytest.mark.parametrize("kind", KINDS)
