@@ -126,7 +126,8 @@ def wheel(build: Build) -> Path:
 
 def doctored_protocol_wheel() -> tuple[Build, Path]:
     """Today's i-protocol version built from a copy of its source that no longer exports
-    ``exit_fast``: another build under the same version, as a wheel from a stray checkout would be.
+    ``exit_fast`` (the core's entry needs it) and whose ``Worker`` has no ``run`` (the workers'
+    entries need it): another build under the same version, as a wheel from a stray checkout would be.
     Used when the history holds no other build of a fitting version (each version names one build)."""
     head = head_build("protocol")
 
@@ -138,6 +139,12 @@ def doctored_protocol_wheel() -> tuple[Build, Path]:
         if doctored == text:
             raise Failed("cannot doctor i_protocol/__init__.py: its exit_fast import moved")
         init.write_text(doctored)
+        worker = source / "src" / "i_protocol" / "worker.py"
+        text = worker.read_text()
+        doctored = text.replace("    def run(self, argv", "    def serve_forever(self, argv", 1)
+        if doctored == text:
+            raise Failed("cannot doctor i_protocol/worker.py: Worker.run moved")
+        worker.write_text(doctored)
 
     return head, _built_wheel(head, CACHE / "wheels" / f"protocol-doctored-{head.tree[:12]}", doctor)
 
@@ -625,7 +632,8 @@ def rows(pins: list[str]) -> list[Row]:
     if other is not None:
         title = f"today's packages on i-protocol {other.version} as built at {other.commit[:7]}"
     else:
-        title = f"today's packages on i-protocol {head_build('protocol').version}, another build (exit_fast removed)"
+        version = head_build("protocol").version
+        title = f"today's packages on i-protocol {version}, another build (exit_fast and Worker.run removed)"
     found.append(Row(title, stop_row(other_build_env(other), "is another build")))
 
     def node_row() -> str:
