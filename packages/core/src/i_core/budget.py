@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from i_protocol import BudgetVerdict
 from i_protocol.history import is_image_part, is_summary, wire_bytes
 
 from .config import ApiConfig
@@ -194,19 +195,14 @@ class Budget:
             return outcome.history, outcome.after
         if verdict.fits and rejection is None:
             return working, check  # over the trigger but still fits: go on, the failure is on record
-        images = verdict.raw.get("images")
-        unplanned = images.get("unplanned") if isinstance(images, dict) else None
+        unplanned = _unplanned_images(verdict)
         if verdict.provisional and rejection is None and outcome.check == "declined" and not unplanned:
             # Nothing of this model's density is known yet (the byte estimate is several times the
             # real count) and there is nothing to compact: let the server count. A refusal is
             # recovered (learned, compacted) once; a compaction that failed still fails the turn.
             progress("the budget has no usage of this model yet; the server counts this request")
             return working, check
-        what = (
-            "the model server refused the request as too long"
-            if rejection is not None
-            else f"the next request does not fit the context budget ({verdict.explain()})"
-        )
+        what = _what_does_not_fit(verdict, rejection)
         if outcome.check == "declined":
             hint = oversize_hint(working, verdict.capacity, where)
         else:
@@ -228,16 +224,11 @@ class Budget:
         verdict = check.verdict
         if verdict.fits and rejection is None:
             return working, check
-        images = verdict.raw.get("images")
-        unplanned = images.get("unplanned") if isinstance(images, dict) else None
+        unplanned = _unplanned_images(verdict)
         if verdict.provisional and rejection is None and not unplanned:
             progress("the budget has no usage of this model yet; the server counts this request")
             return working, check
-        what = (
-            "the model server refused the request as too long"
-            if rejection is not None
-            else f"the next request does not fit the context budget ({verdict.explain()})"
-        )
+        what = _what_does_not_fit(verdict, rejection)
         hint = oversize_hint(working, verdict.capacity, where)
         raise BudgetExhausted(f"{what}, and there is nothing to compact yet. {hint}")
 
@@ -429,3 +420,16 @@ def truncate_utf8(text: str, limit: int) -> str:
     kept = data[:limit].decode("utf-8", "ignore")
     cut = len(text) - len(kept)
     return kept + f"\n[... {cut} characters ({len(data) - limit} bytes) cut by the tool-output budget ...]"
+
+
+def _unplanned_images(verdict: BudgetVerdict) -> Any:
+    """The budget answer's ``images.unplanned`` (images it found no cost for), if any."""
+    images = verdict.raw.get("images")
+    return images.get("unplanned") if isinstance(images, dict) else None
+
+
+def _what_does_not_fit(verdict: BudgetVerdict, rejection: dict[str, int | None] | None) -> str:
+    """The first words of the failure: the server's refusal, or the budget's own verdict."""
+    if rejection is not None:
+        return "the model server refused the request as too long"
+    return f"the next request does not fit the context budget ({verdict.explain()})"
