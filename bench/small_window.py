@@ -1,6 +1,7 @@
 """A 12-turn session with tool calls against a real llama.cpp server with a small window (issue [14]).
 
-One ``i`` process per turn, 1.2 KB English notes, local-mode compaction, against llama-server with
+One ``i`` process per turn, 1.2 KB English notes, local-mode compaction (``--compact-mode model``:
+the compactor's summary requests go to the same server), against llama-server with
 SmolLM2-135M: the default profile (``standard``) at 8,192 tokens and ``small`` at 4,096. SmolLM2
 calls a tool only with ``tool_choice: "required"``: this bench's own ``before_request`` hook sets
 it on a turn's first request when the note asks for a tool (``[tool]``), so the next request
@@ -79,7 +80,9 @@ def notes() -> list[str]:
     return out
 
 
-def prepare(tag: str, url: str, window: int, profile: str, exact: str, log: Path) -> tuple[Path, dict[str, str], Path]:
+def prepare(
+    tag: str, url: str, window: int, profile: str, exact: str, log: Path, mode: str
+) -> tuple[Path, dict[str, str], Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f"small-{tag}-"))
     dirs = {key: tmp / key for key in ("config", "data", "cache", "runtime")}
     for folder in dirs.values():
@@ -89,7 +92,7 @@ def prepare(tag: str, url: str, window: int, profile: str, exact: str, log: Path
     (project / "README.md").write_text("# demo\n\nA small project whose README is read by the bench.\n")
     env = dict(os.environ, **{f"I_{k.upper()}_DIR": str(v) for k, v in dirs.items()}, LLAMA_KEY="x")
     (dirs["config"] / "plugins.json").write_text(json.dumps({"profile": profile, "disabled": ["web", "memory"]}))
-    (dirs["config"] / "compact.json").write_text(json.dumps({"keep_recent": 4, "mode": "local"}))
+    (dirs["config"] / "compact.json").write_text(json.dumps({"keep_recent": 4, "mode": mode}))
     config = {
         "protocol": "openai",
         "base_url": url,
@@ -114,9 +117,9 @@ def prepare(tag: str, url: str, window: int, profile: str, exact: str, log: Path
     return project, env, path
 
 
-def run(tag: str, url: str, window: int, profile: str, exact: str, turns: int) -> dict[str, Any]:
+def run(tag: str, url: str, window: int, profile: str, exact: str, turns: int, mode: str = "local") -> dict[str, Any]:
     log = Path(tempfile.mkdtemp()) / "requests.ndjson"
-    project, env, manifest = prepare(tag, url, window, profile, exact, log)
+    project, env, manifest = prepare(tag, url, window, profile, exact, log, mode)
     codes, lines, started = [], [], time.time()
     estimates: list[int | None] = []
     for turn, note in enumerate(notes()[:turns]):
@@ -217,15 +220,23 @@ def main() -> int:
     parser.add_argument("--url4k")
     parser.add_argument("--exact", default="tokenize", choices=("off", "tokenize"))
     parser.add_argument("--turns", type=int, default=TURNS)
+    parser.add_argument("--compact-mode", default="local", choices=("local", "model"))
+    parser.add_argument("--skip-first", action="store_true", help="skip the first-request estimate rows")
     options = parser.parse_args()
     if options.url8k:
-        print("standard profile, 8,192-token window")
-        first_request(options.url8k, 8192, "standard")
-        report(run("standard-8k", options.url8k, 8192, "standard", options.exact, options.turns), options.url8k)
+        print(f"standard profile, 8,192-token window, {options.compact_mode} compaction")
+        if not options.skip_first:
+            first_request(options.url8k, 8192, "standard")
+        outcome = run(
+            "standard-8k", options.url8k, 8192, "standard", options.exact, options.turns, options.compact_mode
+        )
+        report(outcome, options.url8k)
     if options.url4k:
-        print("small profile, 4,096-token window")
-        first_request(options.url4k, 4096, "small")
-        report(run("small-4k", options.url4k, 4096, "small", options.exact, options.turns), options.url4k)
+        print(f"small profile, 4,096-token window, {options.compact_mode} compaction")
+        if not options.skip_first:
+            first_request(options.url4k, 4096, "small")
+        outcome = run("small-4k", options.url4k, 4096, "small", options.exact, options.turns, options.compact_mode)
+        report(outcome, options.url4k)
     return 0
 
 

@@ -13,7 +13,7 @@ def test_init_then_a_task_works_with_the_window_from_inits_catalog(i, dirs, proj
     with ScriptedModel([{"text": "hello from the model"}], model_name="gpt-4o-mini") as model:
         init = i("--runtime", "init", "--base-url", model.base_url, "--model", "gpt-4o-mini")
         assert init.returncode == 0, init.stderr
-        assert "budget.context_window 128000 from the catalog of well-known models" in init.stdout
+        assert "budget.context_window 128000 from the catalog of well-known models" in init.stderr
         config = orjson.loads((dirs["config"] / "config.json").read_bytes())
         assert config["budget"]["context_window"] == 128000
         # The standard profile, as init wrote it (OPENAI_API_KEY unset: the server is on loopback).

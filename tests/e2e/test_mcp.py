@@ -238,7 +238,7 @@ def test_an_mcp_image_under_inits_config_is_left_out_then_sent_once_image_tokens
     with ScriptedModel(steps, context_window=100000) as model:
         init = i("--runtime", "init", "--base-url", model.base_url, "--model", "scripted-1")
         assert init.returncode == 0, init.stderr
-        assert "budget.image_tokens is not set: " in init.stdout
+        assert "budget.image_tokens is not set: " in init.stderr
         path = dirs["config"] / "config.json"
         config = orjson.loads(path.read_bytes())
         assert "image_tokens" not in config["budget"]

@@ -105,7 +105,7 @@ def test_init_writes_llama_cpp_n_ctx_and_says_where_from(run_i, dirs, monkeypatc
     assert config["budget"]["context_window"] == 8192
     assert config["max_tokens"] == 2048  # a quarter of the window at most: the rest is for input
     assert config["base_url"] == server.base_url and config["model"] == "qwen"
-    out = result.stdout.decode()
+    out = result.stderr.decode()
     assert f"budget.context_window 8192 from {server.root}/props (default_generation_settings.n_ctx)" in out
     assert server.paths == ["/props"]  # asked once; nothing else once it answered
     assert "authorization" not in server.requests[0][1]
@@ -119,7 +119,7 @@ def test_init_reads_vllm_max_model_len_from_models(run_i, dirs) -> None:
     assert result.returncode == 0, result.stderr
     assert config_of(dirs["config"])["budget"]["context_window"] == 32768
     assert f"budget.context_window 32768 from {server.base_url}/models (Qwen/Qwen3-8B: max_model_len)" in (
-        result.stdout.decode()
+        result.stderr.decode()
     )
     assert server.paths == ["/props", "/v1/models"]
 
@@ -133,7 +133,7 @@ def test_init_against_nothing_writes_no_window_and_names_the_field(run_i, dirs) 
     path = dirs["config"] / "config.json"
     assert (
         f"budget.context_window is not set: set it in {path} to your model's context size in tokens"
-        in result.stdout.decode()
+        in result.stderr.decode()
     )
     assert sorted(p.name for p in dirs["config"].iterdir()) == [
         "bindings.json",
@@ -148,9 +148,11 @@ def test_init_takes_a_well_known_models_window_from_the_catalog_when_the_server_
         result = run_i("--runtime", "init", "--base-url", model.base_url, "--model", "gpt-4o-mini-2024-07-18")
     assert result.returncode == 0, result.stderr
     assert config_of(dirs["config"])["budget"]["context_window"] == 128000
-    out = result.stdout.decode()
+    out = result.stderr.decode()
     assert "budget.context_window 128000 from the catalog of well-known models (model_windows.json: gpt-4o-mini" in out
     assert "the server reported none" in out
+    # stdout is the list of files; what init decided and why is said on stderr.
+    assert all(line.startswith(("created ", "kept ")) for line in result.stdout.decode().splitlines())
 
 
 def test_init_over_a_config_without_a_window_names_the_catalogs_value_to_copy_in(run_i, dirs) -> None:
@@ -178,7 +180,7 @@ def test_init_never_overwrites_and_asks_nothing_when_config_exists(run_i, dirs) 
         assert server.requests == []
     assert result.returncode == 0, result.stderr
     assert (dirs["config"] / "config.json").read_text() == '{"model":"mine"}'
-    assert "context_window" not in result.stdout.decode()
+    assert "context_window" not in result.stdout.decode() + result.stderr.decode()
     again = run_i("--runtime", "init")
     assert again.stdout.decode().count("kept") == 4 and again.returncode == 0
 
@@ -389,9 +391,9 @@ def test_init_against_a_local_server_writes_no_image_cost_and_says_so_in_one_lin
     assert result.returncode == 0, result.stderr
     assert "image_tokens" not in config_of(dirs["config"])["budget"]
     path = dirs["config"] / "config.json"
-    lines = [line for line in result.stdout.decode().splitlines() if "image_tokens" in line]
+    lines = [line for line in result.stderr.decode().splitlines() if "image_tokens" in line]
     assert lines == [
-        f"budget.image_tokens is not set: {server.base_url} documents no per-image cost, so images are left out "
+        f"i: budget.image_tokens is not set: {server.base_url} documents no per-image cost, so images are left out "
         f"until you set it in {path}"
     ]
 
@@ -399,7 +401,7 @@ def test_init_against_a_local_server_writes_no_image_cost_and_says_so_in_one_lin
 def test_init_over_an_existing_config_says_nothing_of_image_cost(run_i, dirs) -> None:
     (dirs["config"] / "config.json").write_bytes(b'{"protocol":"openai","base_url":"http://x/v1","model":"m"}')
     result = run_i("--runtime", "init")
-    assert result.returncode == 0 and b"image_tokens" not in result.stdout
+    assert result.returncode == 0 and b"image_tokens" not in result.stdout + result.stderr
 
 
 # --- the running window of Ollama, exact counts, the small profile -----------------------------------
@@ -420,7 +422,7 @@ def test_ollama_num_ctx_is_the_window_never_the_trained_length(run_i, dirs) -> N
         result = run_i("--runtime", "init", "--base-url", server.base_url, "--model", "llama3.2", env_extra=NO_KEY)
     assert result.returncode == 0, result.stderr
     assert config_of(dirs["config"])["budget"]["context_window"] == 4096
-    out = result.stdout.decode()
+    out = result.stderr.decode()
     assert f"budget.context_window 4096 from {server.root}/api/show (parameters num_ctx)" in out
     assert plugins_of(dirs["config"])["profile"] == "small" and 'profile "small"' in out
 
@@ -451,7 +453,7 @@ def test_ollama_with_nothing_running_writes_no_window_and_names_the_variable(run
         result = run_i("--runtime", "init", "--base-url", server.base_url, "--model", "llama3.2", env_extra=NO_KEY)
     assert result.returncode == 0, result.stderr
     assert "context_window" not in config_of(dirs["config"])["budget"]
-    assert "OLLAMA_CONTEXT_LENGTH" in result.stdout.decode() and "131072" not in result.stdout.decode()
+    assert "OLLAMA_CONTEXT_LENGTH" in result.stderr.decode() and "131072" not in result.stderr.decode()
     assert plugins_of(dirs["config"])["profile"] == "standard"  # no window known: no choice made
 
 
@@ -465,7 +467,7 @@ def test_a_llama_cpp_server_that_counts_gets_exact_count_and_a_small_window_the_
         result = run_i("--runtime", "init", "--base-url", model.base_url, env_extra=NO_KEY)
     assert result.returncode == 0, result.stderr
     assert config_of(dirs["config"])["budget"]["exact_count"] == "tokenize"
-    out = result.stdout.decode()
+    out = result.stderr.decode()
     assert "budget.exact_count 'tokenize'" in out and "/apply-template" in out
     assert plugins_of(dirs["config"])["profile"] == profile
     assert ('profile "small"' in out) == (profile == "small")
@@ -476,7 +478,7 @@ def test_a_server_that_cannot_count_gets_exact_count_off_and_says_why(run_i, dir
         result = run_i("--runtime", "init", "--base-url", server.base_url, env_extra=NO_KEY)
     assert result.returncode == 0, result.stderr
     assert config_of(dirs["config"])["budget"]["exact_count"] == "off"
-    assert "budget.exact_count 'off'" in result.stdout.decode() and "offers no request count" in result.stdout.decode()
+    assert "budget.exact_count 'off'" in result.stderr.decode() and "offers no request count" in result.stderr.decode()
 
 
 def test_a_server_that_is_not_ollama_is_not_asked_ollama_questions(run_i, dirs) -> None:

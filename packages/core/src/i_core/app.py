@@ -441,14 +441,10 @@ def cmd_init(args: argparse.Namespace) -> int:
     result = run_init(_config_dir(), base_url=args.base_url, model=args.model)
     for path, created in result.files:
         print(for_terminal(f"{'created' if created else 'kept   '} {path}"))
-    if result.context_note is not None:
-        print(for_terminal(result.context_note))
-    if result.image_note is not None:
-        print(for_terminal(result.image_note))
-    if result.exact_note is not None:
-        print(for_terminal(result.exact_note))
-    if result.profile_note is not None:
-        print(for_terminal(result.profile_note))
+    # What init decided and why is a diagnostic: stderr, so stdout stays the list of files.
+    for note in (result.context_note, result.image_note, result.exact_note, result.profile_note):
+        if note is not None:
+            print(for_terminal(f"i: {note}"), file=sys.stderr)
     for line in result.unchanged:  # asked for, not done: the edit is the user's to make
         print(for_terminal(f"i: {line}"), file=sys.stderr)
     return EXIT_CONFIG if result.unchanged else 0
