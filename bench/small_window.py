@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 TURNS = 12
+TIMEOUT = 600  # seconds per model request; --timeout (a loaded 2-core machine needs more for a summary)
 
 
 def hook(log: str) -> int:
@@ -101,7 +102,7 @@ def prepare(
         "max_tokens": 96,
         "stream": False,
         "retries": 0,
-        "timeout": 600,
+        "timeout": TIMEOUT,
         "budget": {"context_window": window, "exact_count": exact},
     }
     (dirs["config"] / "config.json").write_text(json.dumps(config))
@@ -221,8 +222,11 @@ def main() -> int:
     parser.add_argument("--exact", default="tokenize", choices=("off", "tokenize"))
     parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--compact-mode", default="local", choices=("local", "model"))
+    parser.add_argument("--timeout", type=int, default=TIMEOUT, help="config.json timeout per model request, s")
     parser.add_argument("--skip-first", action="store_true", help="skip the first-request estimate rows")
     options = parser.parse_args()
+    global TIMEOUT
+    TIMEOUT = options.timeout
     if options.url8k:
         print(f"standard profile, 8,192-token window, {options.compact_mode} compaction")
         if not options.skip_first:
