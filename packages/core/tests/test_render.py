@@ -29,10 +29,18 @@ def _rendered(chunks: list[str], *, color: bool = True) -> str:
 
 
 def test_blocks_end_at_a_blank_line_outside_a_code_fence():
-    assert complete_blocks("one\n\ntwo") == ("one\n\n", "two")
-    assert complete_blocks("```\na\n\nb\n") == ("", "```\na\n\nb\n")
-    assert complete_blocks("```\na\n\nb\n```\nrest") == ("```\na\n\nb\n```\n", "rest")
-    assert complete_blocks("no blank line yet\n") == ("", "no blank line yet\n")
+    assert complete_blocks("one\n\ntwo\n\n\nthree") == (["one\n\n", "two\n\n"], "three")
+    assert complete_blocks("```\na\n\nb\n") == ([], "```\na\n\nb\n")
+    assert complete_blocks("```\na\n\nb\n```\nrest") == (["```\na\n\nb\n```\n"], "rest")
+    assert complete_blocks("no blank line yet\n") == ([], "no blank line yet\n")
+
+
+def test_blocks_are_one_blank_line_apart():
+    text = _rendered(
+        ["## Result\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nx = 1\n\ny = 2\n```\nDone."], color=False
+    )
+    lines = [line.strip() for line in text.split("\n")]
+    assert lines == ["Result", "", "a  b", "────", "1  2", "", "x = 1", "", "y = 2", "", "Done.", ""]
 
 
 def test_a_streamed_answer_is_rendered_block_by_block_and_nothing_is_lost():

@@ -40,12 +40,12 @@ def _fence(line: str) -> str | None:
     return None
 
 
-def complete_blocks(text: str) -> tuple[str, str]:
-    """``text`` split into its finished blocks (up to a blank line outside a code fence, or a closing
-    fence) and the unfinished rest."""
+def complete_blocks(text: str) -> tuple[list[str], str]:
+    """``text`` split into its finished blocks (each ended by a blank line outside a code fence, or by
+    a closing fence) and the unfinished rest."""
     fence: str | None = None
-    end = 0
-    position = 0
+    blocks: list[str] = []
+    start = position = 0
     for line in text.splitlines(keepends=True):
         position += len(line)
         if not line.endswith("\n"):
@@ -55,10 +55,12 @@ def complete_blocks(text: str) -> tuple[str, str]:
             fence = mark
         elif fence is not None and mark == fence and line.strip() == mark:
             fence = None
-            end = position
+            blocks.append(text[start:position])
+            start = position
         elif fence is None and not line.strip():
-            end = position
-    return text[:end], text[end:]
+            blocks.append(text[start:position])
+            start = position
+    return [block for block in blocks if block.strip()], text[start:]
 
 
 class MarkdownRenderer:
@@ -74,7 +76,7 @@ class MarkdownRenderer:
         """Take streamed text; the finished blocks rendered."""
         self._buffer += text
         done, self._buffer = complete_blocks(self._buffer)
-        return self._draw(done)
+        return "".join(self._draw(block) for block in done)
 
     def finish(self) -> str:
         """Render what is left of the answer; the next answer starts anew."""
@@ -86,7 +88,9 @@ class MarkdownRenderer:
     def _draw(self, markdown: str) -> str:
         if not markdown.strip():
             return ""
-        drawn = render_markdown(markdown, color=self.color, width=self.width)
+        # One blank line between blocks, none around them (rich pads tables and code with empty lines):
+        # each block is rendered alone for that.
+        drawn = render_markdown(markdown, color=self.color, width=self.width).strip("\n") + "\n"
         if self._drawn:
             drawn = "\n" + drawn
         self._drawn = True
