@@ -31,7 +31,9 @@ MAX_FUNCTION_LINES = 80
 
 # Modules other than app.py that import inside functions, and why (see each module's docstring).
 LAZY_ELSEWHERE = {
-    "__main__.py": 3,  # the i-protocol check first; a bundled worker before anything else
+    "__main__.py": 3,
+    "activity.py": 1,  # difflib only when a write or edit is shown, never on a one-shot run's start
+    "render.py": 2,  # rich only at the first answer rendered on a terminal  # the i-protocol check first; a bundled worker before anything else
     "bundled/__init__.py": 9,  # only the bundled worker that is asked for
     "bundled/prompts.py": 1,  # the event types (i_protocol.events) at the first request, not at start
     "bundled/smoke.py": 1,  # the same
@@ -221,5 +223,5 @@ def _imported_by_a_one_shot_run(dirs: dict[str, Path], project: Path, *args: str
 def test_a_one_shot_run_loads_neither_the_line_console_nor_the_approval_prompt(dirs, project) -> None:
     imported = _imported_by_a_one_shot_run(dirs, project, "--json")
     assert {"i_core.app", "i_core.screen", "i_core.agent"} <= imported
-    unneeded = {"i_core.console", "i_core.approval_prompt", "i_core.brand", "readline", "difflib"}
+    unneeded = {"i_core.console", "i_core.approval_prompt", "i_core.brand", "readline", "difflib", "rich"}
     assert imported & unneeded == set()

@@ -129,6 +129,8 @@ def _run_agent(args: argparse.Namespace, redactor: Redactor, events: EventStream
     screen = Screen(
         sys.stdout if events is None else sys.stderr, sys.stderr, progress=not args.quiet, redactor=redactor
     )
+    if events is None:
+        _terminal_parts(screen, quiet=args.quiet, render=not args.json)
     reader = _steering_reader(runtime, session_file, screen) if interactive else None
     _project_mcp(runtime, screen, ask=sys.stdin.isatty() and sys.stderr.isatty() and not args.yolo)
     with runtime:
@@ -141,6 +143,20 @@ def _run_agent(args: argparse.Namespace, redactor: Redactor, events: EventStream
         agent = _agent(args, runtime, config, session_file, screen, reader, events)
         _run(agent, args, screen, reader, attached, redactor, events)
     return 0
+
+
+def _terminal_parts(screen: Screen, *, quiet: bool, render: bool) -> None:
+    """The text paths' tool activity on stderr (``activity``; none with ``--quiet``) and, on a
+    terminal stdout, the markdown renderer of answers (``render``; rich itself loads at the first
+    answer, so a piped one-shot run never imports it)."""
+    if not quiet:
+        from .activity import Activity
+
+        screen.activity = Activity(screen)
+    if render and screen.out_tty:
+        from .render import MarkdownRenderer
+
+        screen.renderer = MarkdownRenderer()
 
 
 def _project_mcp(runtime: Runtime, screen: Screen, *, ask: bool) -> None:
@@ -291,7 +307,7 @@ def _agent(
         progress=screen.progress,
         notice=notice,
         out=out if events is None else events,
-        events=None if events is None else events.event,
+        events=events.event if events is not None else (screen.activity.event if screen.activity else None),
     )
     agent = Agent(runtime, config, session, options)
     agent.model.observe(out if events is None else events)

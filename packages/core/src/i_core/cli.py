@@ -67,7 +67,7 @@ def agent_parser() -> argparse.ArgumentParser:
         help="plan mode: read and search only (write, edit and shell are refused); /act leaves it",
     )
     parser.add_argument("--no-stream", action="store_true", help="wait for whole replies instead of streaming")
-    parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    parser.add_argument("--quiet", action="store_true", help="no progress, tool activity or summary on stderr")
     parser.add_argument("--no-logo", action="store_true", help="no logo when the console opens on a terminal")
     parser.add_argument(
         "--json",

@@ -15,11 +15,13 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .attach import ConsoleInput, install_completion
 from .brand import can_draw_blocks, render_text
 from .compaction import describe
 from .errors import CoreError
@@ -36,7 +38,8 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 WELCOME = (
-    "i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /undo [N], /plan, /act, /exit"
+    "i — type a request; while it runs, type to queue more; Ctrl-C cancels; @path attaches a file, !cmd runs "
+    "a command; /compact, /undo [N], /plan, /act, /more, /exit"
 )
 
 
@@ -122,6 +125,9 @@ class LineQueue:
 def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
     """Read requests at the prompt and run each until EOF, ``/exit`` or a second Ctrl-C."""
     screen.note(WELCOME)
+    inputs = ConsoleInput(agent, screen, reader)
+    if readline is not None:
+        install_completion(readline, Path(agent.runtime.workspace), screen)
     prefill = ""
     armed = False  # the last thing was a Ctrl-C: one more at the prompt exits
     while True:
@@ -145,6 +151,14 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
             continue
         if text in ("/exit", "/quit"):
             return
+        if text.startswith("!"):
+            inputs.run_command(text[1:].strip())
+            continue
+        if text == "/more" or text.startswith("/more "):
+            screen.note(
+                screen.activity.more(text[5:]) if screen.activity else "[i] no tool activity is shown (--quiet)"
+            )
+            continue
         if text == "/undo" or text.startswith("/undo "):
 
             def yes(question: str) -> bool:
@@ -171,7 +185,9 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
             except CoreError as exc:
                 screen.failure(f"i: {exc}")
             continue
-        if not _typed_turn(agent, text, screen, reader):
+        attached = inputs.attachments(text)
+        if not _typed_turn(agent, text, screen, reader, attached):
+            inputs.pending = [part for part in attached if "_command" in part]  # kept for the next try
             reader.take_partial()  # cancelled: the request itself comes back at the prompt
             prefill, armed = text, True
             continue
@@ -200,15 +216,17 @@ def _prompt(reader: LineQueue, prefill: str) -> str:
             readline.set_startup_hook(None)
 
 
-def _typed_turn(agent: Agent, text: str, screen: Screen, reader: LineQueue) -> bool:
-    """Run a typed request; False when Ctrl-C cancelled it (nothing of it after the last checkpoint
-    stays, in memory as on disk)."""
+def _typed_turn(
+    agent: Agent, text: str, screen: Screen, reader: LineQueue, attached: Sequence[dict[str, Any]] = ()
+) -> bool:
+    """Run a typed request (``attached``: parts before its words, ``attach``); False when Ctrl-C
+    cancelled it (nothing of it after the last checkpoint stays, in memory as on disk)."""
     session = agent.session
     saved, meta = session.messages, copy.deepcopy(session.meta)
     before = agent.history
     reader.start()
     try:
-        answer_turn(agent, text, screen)
+        answer_turn(agent, text, screen, attached=attached)
     except KeyboardInterrupt as exc:
         stop_interrupted(exc)
         screen.interrupted()

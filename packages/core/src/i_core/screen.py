@@ -18,8 +18,10 @@ from .redaction import Redactor
 from .terminal_text import for_terminal
 
 if TYPE_CHECKING:
+    from .activity import Activity
     from .agent import Agent
     from .providers import ModelReply
+    from .render import Renderer
     from .tool_calls import ToolCallCounts
 
 
@@ -48,6 +50,10 @@ class Screen:
         self.last_progress = ""
         self.midline = False  # the answer's last text did not end its line
         self.lock = threading.RLock()
+        self.renderer: Renderer | None = None
+        """Renders the answer (markdown) on a terminal stdout (``render``); None: the text as it comes."""
+        self.activity: Activity | None = None
+        """The tool activity shown on stderr (``activity``), for the console's ``/more``."""
 
     def _dim(self, text: str) -> str:
         return f"\x1b[2m{text}\x1b[0m" if self.color else text
@@ -100,9 +106,13 @@ class Screen:
     def write(self, text: str) -> None:
         """Answer text (streamed or whole) on stdout: the progress line goes first."""
         with self.lock:
-            self.clear()
             if self.out_tty:
                 text = self._for_tty(text)
+            if self.renderer is not None:
+                text = self.renderer.feed(text)  # sanitised first: the renderer's own escapes stay
+                if not text:
+                    return  # a block not finished yet: the progress line stays
+            self.clear()
             self.out.write(text)
             self.out.flush()
             if text:
@@ -122,20 +132,48 @@ class Screen:
             self.clear()
             if self._held_cr:
                 self._held_cr = False
-                self.out.write(for_terminal("\r"))
-                self.midline = True
+                held = for_terminal("\r")
+                held = held if self.renderer is None else self.renderer.feed(held)
+                if held:
+                    self.out.write(held)
+                    self.midline = True
+            self._flush_rendered()
             if self.midline:
                 self.out.write("\n")
                 self.out.flush()
                 self.midline = False
 
+    def _flush_rendered(self) -> None:
+        """Draw what the renderer holds of the answer (a block not finished yet) before anything else
+        is written: text the model wrote before a tool call stays above that call's lines."""
+        if self.renderer is None:
+            return
+        rest = self.renderer.finish()
+        if rest:
+            self.clear()
+            self._fresh_line()
+            self.out.write(rest)
+            self.out.flush()
+            self.midline = not rest.endswith("\n")
+
     def note(self, line: str, *, dim: bool = False, end: str = "\n") -> None:
         """One line on stderr (a notice, a prompt, the status line) below whatever is on screen."""
         line = for_terminal(line)
         with self.lock:
+            self._flush_rendered()
             self.clear()
             self._fresh_line()
             self.err.write((self._dim(line) if dim else line) + end)
+            self.err.flush()
+
+    def lines(self, text: str) -> None:
+        """Lines the core composed on stderr, below whatever is on screen: every outside part of them
+        already sanitised (``activity``), so that their own colour escapes stay."""
+        with self.lock:
+            self._flush_rendered()
+            self.clear()
+            self._fresh_line()
+            self.err.write(text + "\n")
             self.err.flush()
 
     def failure(self, line: str) -> None:
