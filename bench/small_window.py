@@ -102,7 +102,7 @@ def prepare(
         "max_tokens": 96,
         "stream": False,
         "retries": 0,
-        "timeout": TIMEOUT,
+        "timeout": int(os.environ.get("SMALL_WINDOW_TIMEOUT", TIMEOUT)),
         "budget": {"context_window": window, "exact_count": exact},
     }
     (dirs["config"] / "config.json").write_text(json.dumps(config))
@@ -225,8 +225,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=TIMEOUT, help="config.json timeout per model request, s")
     parser.add_argument("--skip-first", action="store_true", help="skip the first-request estimate rows")
     options = parser.parse_args()
-    global TIMEOUT
-    TIMEOUT = options.timeout
+    os.environ["SMALL_WINDOW_TIMEOUT"] = str(options.timeout)  # read by prepare()
     if options.url8k:
         print(f"standard profile, 8,192-token window, {options.compact_mode} compaction")
         if not options.skip_first:
