@@ -31,8 +31,11 @@ def check_config(config: WorkerConfig, paths: Paths) -> str:
     if not os.path.isfile(path):
         return f"{path} absent (the core reports it)"
     data = read_json_object(path)
+    # Without max_tokens in the file the core sends its own default, which is not this worker's to
+    # know: the reserve is then taken as 0 here, and what depends on it is left to the first request.
+    max_tokens = data.get("max_tokens", 0)
     try:
-        parse_policy(data.get("budget"), data.get("max_tokens"))
+        parse_policy(data.get("budget"), max_tokens)
     except ProtocolError as exc:
         raise SettingsError(f"{path}: {exc}") from None
     return path
