@@ -5,7 +5,11 @@ second copy of the history validator, of ``text_of``, of a secret pattern, of a 
 of a locked update fails here, naming the file and line, before it can drift from the first. So
 does a second way to measure (a set of image part types, an inline ``surrogatepass`` length, a
 guessed size of the core's summary-request wrapper, or a copy of its texts): sizes are
-``i_protocol.history``'s and the summary request is ``i_protocol.summary``'s.
+``i_protocol.history``'s and the summary request is ``i_protocol.summary``'s. And so does a
+settings file parsed by hand (``i_protocol.settings`` words every field check, in each package's
+``settings.py``), an atomic write's temporary named or cleaned up outside ``i_protocol.atomic``, or
+a whole file read with ``.read_text()``/``.read_bytes()`` instead of ``i_protocol.files``'s
+bounded reads.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ SOURCES = sorted(ROOT.glob("packages/*/src/*/**/*.py"))
 PROTOCOL = ROOT / "packages/protocol/src/i_protocol"
 
 HOMES = {
+    "atomic": PROTOCOL / "atomic.py",
+    "settings": PROTOCOL / "settings.py",
     "history": PROTOCOL / "history.py",
     "secrets": PROTOCOL / "secrets.py",
     "files": PROTOCOL / "files.py",
@@ -255,3 +261,88 @@ def test_the_summary_request_wrapper_is_neither_copied_nor_guessed_outside_i_pro
         "the summary request's wrapper outside i_protocol.summary (the core sends its size as "
         f"summary_request_overhead; read it with read_overhead): {copies}"
     )
+
+
+def _string_parts(tree: ast.Module) -> list[ast.Constant]:
+    """Every string literal and every literal part of an f-string, docstrings left out."""
+    return _strings(tree)  # an f-string's literal parts are Constant nodes inside its JoinedStr
+
+
+HAND_WRITTEN_CHECKS = ("must be true or false", "must be an integer", "must be one of", "must be a number")
+"""The wording of ``i_protocol.settings``' own checks: written by hand in a settings module, it is a
+field check that should be a call of ``require_*``/``optional_*``."""
+
+
+def test_settings_files_are_parsed_on_i_protocol_settings_in_modules_named_settings():
+    problems = []
+    for path, tree in _trees():
+        if path.parent == PROTOCOL or path.name not in ("settings.py", "config.py"):
+            continue
+        if path.name == "config.py":
+            problems.append(f"{path.relative_to(ROOT)}: a settings parser is named settings.py in every package")
+        imports = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        if "i_protocol.settings" not in imports:
+            problems.append(f"{path.relative_to(ROOT)}: does not check its fields with i_protocol.settings")
+        problems.extend(
+            f"{_where(path, node)} hand-written field check ({node.value.strip()!r})"
+            for node in _string_parts(tree)
+            if any(words in node.value for words in HAND_WRITTEN_CHECKS)
+        )
+    assert problems == [], f"settings parsed by hand: {problems}"
+
+
+def test_atomic_write_temporaries_are_named_and_cleaned_in_i_protocol_atomic():
+    copies = [
+        f"{_where(path, node)} {node.value!r}"
+        for path, tree in _trees()
+        if path != HOMES["atomic"]
+        for node in _string_parts(tree)
+        if node.value.endswith(".tmp") or "\\.tmp" in node.value
+    ]
+    assert copies == [], (
+        f"temporary naming outside i_protocol.atomic (use temporary_path, create_exclusive, remove_stale_temporaries): {copies}"
+    )
+
+
+WHOLE_READS_ALLOWED = {
+    "packages/core/src/i_core/windows.py": "the package's own model_windows.json",
+    "packages/core/src/i_core/modules.py": "the package's own tool_schemas.json",
+    "packages/core/src/i_core/check/checkpoint.py": "the few bytes the check itself wrote",
+    "packages/protocol/src/i_protocol/testing.py": "the package's own secret_forms.json",
+    "packages/scripted-model/src/i_scripted/script.py": "a test's script (dev-only package)",
+    "packages/worker-checkpoint/src/i_checkpoint/states.py": "the worker's own kept copies, checked by digest",
+    "packages/worker-checkpoint/src/i_checkpoint/store.py": "the worker's own tree.json records",
+}
+"""Files read whole on purpose, and why: everything else a program reads (a user's file, a queue, a
+config) goes through ``i_protocol.files.read_bytes``/``read_text``/``read_json`` with a limit."""
+
+
+def test_files_are_read_with_a_bound():
+    unbounded = [
+        _where(path, node)
+        for path, tree in _trees()
+        if path != HOMES["files"] and str(path.relative_to(ROOT)) not in WHOLE_READS_ALLOWED
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("read_text", "read_bytes")
+        # Path's methods take no argument or an encoding; i_protocol.files.read_text(path, limit) is bounded.
+        and all(isinstance(arg, ast.Constant) and isinstance(arg.value, str) for arg in node.args)
+    ]
+    assert unbounded == [], f"whole-file reads without a size bound (use i_protocol.files): {unbounded}"
+    stale = [name for name in WHOLE_READS_ALLOWED if not (ROOT / name).is_file()]
+    assert stale == [], f"WHOLE_READS_ALLOWED names files that are gone: {stale}"
+
+
+TEST_HELPERS = {"alive", "wait_dead"}
+"""Test support every package's tests share lives in ``i_protocol.testing``."""
+
+
+def test_shared_test_helpers_are_not_copied_into_test_files():
+    copies = [
+        _where(path, node)
+        for path in sorted([*ROOT.glob("packages/*/tests/**/*.py"), *ROOT.glob("tests/**/*.py")])
+        for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body
+        if isinstance(node, ast.FunctionDef) and node.name.lstrip("_") in TEST_HELPERS
+    ]
+    assert copies == [], f"copies of i_protocol.testing's helpers: {copies}"

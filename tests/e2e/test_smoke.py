@@ -60,7 +60,7 @@ def test_smoke_refuses_a_tool_call_without_running_it(i, write_config, plugins, 
 
 @pytest.mark.parametrize(("name", "cap"), [("deepseek.smoke.json", 32), ("deepseek.thinking-vision.json", 1024)])
 def test_the_example_smoke_configs_name_their_key_only_by_reference(name, cap):
-    from i_core.config import parse_api_config
+    from i_core.settings import parse_api_config
 
     path = EXAMPLES / name
     parsed = parse_api_config(orjson.loads(path.read_bytes()), str(path))  # a literal key would be refused

@@ -39,7 +39,7 @@ LAZY_ELSEWHERE = {
     "bundled/smoke.py": 1,  # the same
     "command_parts.py": 2,  # tree-sitter, only when a shell command must be judged against a rule
     "compaction.py": 2,  # (in flux: the summary request's contract moves to i_protocol, issue 36 move 2)
-    "config.py": 1,  # the credential-name rule: validating config.json compiles no pattern
+    "settings.py": 1,  # the credential-name rule: validating config.json compiles no pattern
     "errors.py": 2,
     "exact_count.py": 5,  # httpx and the provider adapter only when budget.exact_count is on  # describes a failure even when i-protocol cannot be imported
     "hook_results.py": 4,  # manifest, tools and config at the one check that needs each

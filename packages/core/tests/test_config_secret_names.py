@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from i_core.config import parse_api_config
 from i_core.errors import ConfigError
+from i_core.settings import parse_api_config
 
 NAMES_FILE = Path(__file__).resolve().parents[2] / "protocol" / "tests" / "fixtures" / "secret_names.json"
 NAMES: list[dict[str, Any]] = json.loads(NAMES_FILE.read_text())["names"]

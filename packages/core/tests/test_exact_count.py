@@ -13,9 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from i_core.config import parse_api_config
 from i_core.errors import ConfigError
 from i_core.exact_count import ExactCounter, tools_fingerprint
+from i_core.settings import parse_api_config
 from i_protocol.testing import scaled
 from i_scripted import ScriptedModel, prompt_tokens
 
@@ -67,7 +67,7 @@ def test_a_server_that_cannot_count_is_said_once_and_not_asked_again():
 def test_off_by_default_and_only_two_modes():
     counter = ExactCounter(config("http://127.0.0.1:9/v1", "off"), lambda _m: None)
     assert counter.count(HISTORY, TOOLS) is None and counter.asked == 0
-    with pytest.raises(ConfigError, match=r'budget\.exact_count must be "off" or "tokenize"'):
+    with pytest.raises(ConfigError, match=r"budget\.exact_count must be one of off, tokenize"):
         config("http://127.0.0.1:9/v1", "tiktoken")
 
 

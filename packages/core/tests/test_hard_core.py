@@ -24,8 +24,8 @@ from typing import Any
 import orjson
 import pytest
 
-from i_core.config import parse_api_config
 from i_core.errors import ConfigError
+from i_core.settings import parse_api_config
 from i_core.transport import Transport, TransportError
 from i_protocol.testing import scaled
 from i_scripted import ScriptedModel

@@ -22,27 +22,10 @@ from i_core.errors import WorkerFailure
 from i_core.manifest import Exec
 from i_core.pool import WorkerPool, worker_name
 from i_protocol import paths_from_env
-from i_protocol.testing import scaled
+from i_protocol.testing import alive, scaled, wait_dead
 from i_scripted import ScriptedModel
 
 LATIN1 = b"caf\xe9"  # "café" in ISO-8859-1
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except FileNotFoundError:
-        return False
-
-
-def wait_dead(pids: list[int], within: float) -> list[int]:
-    """The pids still alive after ``within`` seconds."""
-    stop = time.monotonic() + scaled(within)
-    while time.monotonic() < stop and any(alive(pid) for pid in pids):
-        time.sleep(0.02)
-    return [pid for pid in pids if alive(pid)]
 
 
 def wait_for(path: Path, within: float = 30.0) -> str:

@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 import pytest
 
-from i_core.config import load_api_config, parse_api_config
 from i_core.errors import ConfigError
 from i_core.image_costs import documented_image_tokens
 from i_core.initialise import ContextDiscovery, discover_context_window, initialise, run_init
+from i_core.settings import load_api_config, parse_api_config
 from i_scripted import ScriptedModel
 
 PROPS = {"default_generation_settings": {"n_ctx": 8192, "params": {"n_predict": -1}}, "total_slots": 1}

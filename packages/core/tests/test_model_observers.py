@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from i_core.config import parse_api_config
 from i_core.errors import TransportError
 from i_core.hooks import HookRunner
 from i_core.manifest import parse_manifest
 from i_core.model import ModelClient
 from i_core.pool import WorkerPool
+from i_core.settings import parse_api_config
 from i_protocol import paths_from_env
 from i_protocol.testing import scaled
 from i_scripted import ScriptedModel

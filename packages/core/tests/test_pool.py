@@ -16,7 +16,7 @@ from i_core.hooks import HookRunner
 from i_core.manifest import Exec, parse_manifest
 from i_core.pool import WorkerPool, worker_environment
 from i_protocol import paths_from_env
-from i_protocol.testing import scaled
+from i_protocol.testing import scaled, wait_dead
 
 
 def spec(argv, cwd) -> Exec:
@@ -28,27 +28,6 @@ def pool(dirs):
     pool = WorkerPool(paths_from_env(), io_limit_bytes=8192, deadline=2.0)
     yield pool
     pool.close()
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); treat it as dead.
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def wait_dead(pid: int) -> bool:
-    for _ in range(100):
-        if not alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_one_persistent_worker_per_argv_and_cwd(pool, chain_exec, tmp_path):
@@ -147,7 +126,7 @@ def test_evicted_worker_process_group_is_killed(pool, faulty_exec, tmp_path):
     pid = pool.running()[0].pid
     with pytest.raises(WorkerFailure):
         pool.call(faulty, "before_turn", {})
-    assert wait_dead(pid)
+    assert wait_dead([pid], 5.0) == []
     with pytest.raises(ProcessLookupError):
         os.killpg(pid, 0)
 
@@ -219,7 +198,7 @@ def test_close_terminates_every_worker(dirs, chain_exec, tmp_path):
     pool.call(spec(chain_exec("x"), tmp_path), "before_turn", {})
     pid = pool.running()[0].pid
     pool.close()
-    assert wait_dead(pid)
+    assert wait_dead([pid], 5.0) == []
     with pytest.raises(WorkerFailure, match="closed"):
         pool.call(spec(chain_exec("x"), tmp_path), "before_turn", {})
 
@@ -260,4 +239,4 @@ def test_ctrl_c_and_sigterm_clean_up_the_pool(dirs, chain_exec, tmp_path, projec
     proc.send_signal(sig)
     proc.wait(timeout=scaled(20))
     assert proc.returncode != 0
-    assert wait_dead(worker_pid)
+    assert wait_dead([worker_pid], 5.0) == []

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from i_core.config import parse_api_config
 from i_core.errors import ConfigError, HookResultError, WorkerFailure
 from i_core.hooks import HookRunner
 from i_core.manifest import parse_manifest
 from i_core.model import ModelClient
 from i_core.pool import WorkerPool
+from i_core.settings import parse_api_config
 from i_protocol import paths_from_env
 from i_protocol.testing import scaled
 
@@ -225,7 +225,7 @@ def test_a_custom_protocol_needs_a_provider(dirs, tmp_path):
     ("provider", "problem"),
     [
         ("python3", "provider must be an object"),
-        ({"exec": ["python3"], "env": {}}, "provider has unknown field(s): env"),
+        ({"exec": ["python3"], "env": {}}, "provider: unknown field(s) env"),
         ({"exec": ["python3"], "api_key_env": "not a name"}, "provider.api_key_env must be the NAME"),
         ({"exec": ["no-such-program-anywhere"]}, "provider.exec[0] 'no-such-program-anywhere' was not found"),
         ({"exec": []}, "provider"),

@@ -330,7 +330,7 @@ def test_omit_fields_leaves_store_include_and_phase_out_and_nothing_else() -> No
 
 @pytest.mark.parametrize("value", ["include", ["messages"], [1]])
 def test_omit_fields_takes_only_fields_a_server_may_refuse(value: object) -> None:
-    from i_core.config import parse_api_config
+    from i_core.settings import parse_api_config
 
     base = {"base_url": "http://127.0.0.1:1/v1", "model": "m", "protocol": "responses"}
     assert parse_api_config({**base, "omit_fields": ["include", "phase"]}).omit_fields == ("include", "phase")

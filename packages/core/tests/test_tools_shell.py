@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
 
 from i_core.tools import ToolContext, ToolError, execute, prepare
-from i_protocol.testing import scaled
+from i_protocol.testing import scaled, wait_dead
 
 
 def shell(ctx: ToolContext, command: str, **extra: object):
@@ -50,11 +49,7 @@ def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     assert result.output.startswith("started\n")
     assert "[timed out after 1 s; the command's process group was killed]" in result.output
     child = int(pidfile.read_text())
-    for _ in range(100):
-        if not _alive(child):
-            break
-        time.sleep(0.05)
-    assert not _alive(child)
+    assert wait_dead([child], 5.0) == []
 
 
 def test_background_child_holding_the_pipe_does_not_hang(tmp_path: Path) -> None:
@@ -96,16 +91,3 @@ def test_bad_arguments(tmp_path: Path) -> None:
 
 def test_summary(tmp_path: Path) -> None:
     assert prepare("shell", {"command": "ls -la"}, ToolContext(tmp_path)).summary == "shell: ls -la"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purpose: reaped by init soon.
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from i_core.budget import MARGIN_TOKENS, Budget
-from i_core.config import parse_api_config
+from i_core.settings import parse_api_config
 from i_protocol.history import wire_bytes
 
 CONFIG = parse_api_config(

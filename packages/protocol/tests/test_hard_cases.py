@@ -17,7 +17,7 @@ import pytest
 from i_protocol import CallError, FrameError, decode_frame, encode_frame
 from i_protocol.host import WorkerProcess
 from i_protocol.jsonsafe import restore_surrogates, without_surrogates
-from i_protocol.testing import scaled
+from i_protocol.testing import alive, scaled, wait_dead
 from i_protocol.workspace import workspace_id_for
 
 LATIN1 = b"caf\xe9"  # "café" in ISO-8859-1: not UTF-8
@@ -35,30 +35,6 @@ def spawn(worker_env):
     yield start
     for worker in started:
         worker.kill()
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-
-def wait_dead(pid: int, within: float) -> bool:
-    stop = time.monotonic() + scaled(within)
-    while time.monotonic() < stop:
-        if not alive(pid):
-            return True
-        time.sleep(0.02)
-    return not alive(pid)
 
 
 def read_pid(path: Path, within: float = 20.0) -> int:
@@ -202,7 +178,7 @@ def test_a_worker_that_exits_mid_call_is_noticed_at_once_despite_a_grandchild(
     grandchild = int(pid_file.read_text())
     assert alive(grandchild)  # it really did hold the pipe open
     worker.kill()
-    assert wait_dead(grandchild, 5.0)
+    assert wait_dead([grandchild], 5.0) == []
 
 
 def test_an_answer_written_just_before_exit_is_still_read(spawn, fixture_argv):
@@ -260,7 +236,7 @@ def test_workers_and_their_children_die_with_a_sigkilled_host(tmp_path):
         assert all(alive(pid) for pid in pids)
         host.send_signal(signal.SIGKILL)
         host.wait(10)
-        assert all(wait_dead(pid, 5.0) for pid in pids), [pid for pid in pids if alive(pid)]
+        assert wait_dead(pids, 5.0) == []
     finally:
         host.kill()
         host.wait(10)

@@ -160,3 +160,21 @@ def test_density_without_workspace_is_kept_in_the_process(proc, dirs, build):
     assert out["estimate_method"] == "utf8_bytes"
     assert "no workspace state" in out["density"]["detail"]
     assert not (Path(dirs["data_dir"]) / "workspaces").exists()
+
+
+def _check_config(exe: str, config_dir: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ.get("PATH", ""), "I_CONFIG_DIR": config_dir}
+    return subprocess.run([exe, "--check-config"], env=env, capture_output=True, text=True, timeout=scaled(30))
+
+
+def test_check_config_reads_the_budget_of_config_json(exe: str, dirs: dict[str, str]) -> None:
+    path = Path(dirs["config_dir"]) / "config.json"
+    result = _check_config(exe, dirs["config_dir"])
+    assert (result.returncode, result.stdout) == (0, f"config ok: {path} absent (the core reports it)\n")
+    # No max_tokens: the core sends its own default, so the reserve is not judged here.
+    path.write_bytes(orjson.dumps({"base_url": "http://h/v1", "model": "m", "budget": {"context_window": 8000}}))
+    assert _check_config(exe, dirs["config_dir"]).stdout == f"config ok: {path}\n"
+    path.write_bytes(orjson.dumps({"model": "m", "budget": {"context_window": 8000, "safety_ratio": 2}}))
+    result = _check_config(exe, dirs["config_dir"])
+    assert result.returncode == 3
+    assert result.stdout.startswith(f"config invalid: {path}: budget.safety_ratio must be")

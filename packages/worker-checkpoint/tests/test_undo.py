@@ -29,7 +29,7 @@ def _project(env: Env) -> Path:
 def test_hello_declares_turn_context_and_undo(worker: WorkerProcess) -> None:
     answer = worker.call("hello", {"package": "i-core", "version": "0", "protocol": "1", "extensions": []})
     assert answer["package"] == "i-worker-checkpoint"
-    assert set(answer["extensions"]) == {"turn_context", "undo"}
+    assert set(answer["extensions"]) == {"config_kind", "turn_context", "undo"}
 
 
 def test_a_turn_of_writes_and_a_shell_command_is_undone_exactly(env: Env, worker: WorkerProcess) -> None:

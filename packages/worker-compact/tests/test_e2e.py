@@ -182,12 +182,41 @@ def test_errors_are_error_frames(spawn: Any, dirs: dict[str, str]) -> None:
         worker.call("before_compact", {"messages": [], "cut": 2})
     Path(dirs["config_dir"], "compact.json").write_text('{"keep_recent": 0}')
     worker = spawn()
-    with pytest.raises(ErrorFrame, match=r"keep_recent must be an integer in 1\.\.10000"):
+    with pytest.raises(ErrorFrame, match=r"keep_recent must be an integer from 1 to 10000"):
         worker.call("compact_plan", {"history": long_history(), "cut": None, "budget_result": BUDGET})
     Path(dirs["config_dir"], "compact.json").write_text("{not json")
     worker = spawn()
     with pytest.raises(ErrorFrame, match="is not valid JSON"):
         worker.call("compact_plan", {"history": long_history(), "cut": None, "budget_result": BUDGET})
+
+
+def test_a_typo_in_compact_json_fails_the_first_request_as_a_config_error(spawn: Any, dirs: dict[str, str]) -> None:
+    Path(dirs["config_dir"], "compact.json").write_text('{"mode":"lcoal"}')
+    worker = spawn()
+    assert "config_kind" in worker.call("hello", {"package": "test", "version": "0", "protocol": "1"})["extensions"]
+    with pytest.raises(ErrorFrame) as caught:
+        worker.call("after_compact_commit", {"committed": False, "reason": "x", "state": {}})
+    assert caught.value.kind == "config"
+    assert caught.value.message.startswith(str(Path(dirs["config_dir"], "compact.json")) + ": mode must be one of")
+    assert '"lcoal"' in caught.value.message
+
+
+def test_check_config_names_the_file_and_the_field(dirs: dict[str, str], tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "I_CONFIG_DIR": dirs["config_dir"]}
+    result = subprocess.run([str(EXE), "--check-config"], capture_output=True, text=True, env=env)
+    assert (result.returncode, result.stdout) == (
+        0,
+        f"config ok: {dirs['config_dir']}/compact.json absent (defaults)\n",
+    )
+    Path(dirs["config_dir"], "compact.json").write_text('{"mode":"lcoal"}')
+    result = subprocess.run([str(EXE), "--check-config"], capture_output=True, text=True, env=env)
+    assert result.returncode == 3
+    assert result.stdout == (
+        f'config invalid: {dirs["config_dir"]}/compact.json: mode must be one of model, local, got "lcoal"\n'
+    )
+    Path(dirs["config_dir"], "compact.json").write_text('{"mode":"local","prompt":"missing.txt"}')
+    result = subprocess.run([str(EXE), "--check-config"], capture_output=True, text=True, env=env)
+    assert result.returncode == 3 and "prompt file" in result.stdout and "missing.txt" in result.stdout
 
 
 def test_declines_and_unknown_events_pass_through(spawn: Any) -> None:

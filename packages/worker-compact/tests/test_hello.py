@@ -20,6 +20,7 @@ def test_hello_names_the_package_and_its_extensions():
         "after_compact_commit",
         "after_compact_rounds",
         "chunks",
+        "config_kind",
         "cut_estimates",
         "previous_attempt",
         "summary_request_overhead",

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from i_compact.redact import redact, secret_references
-from i_compact.textsafe import scrub, scrub_value
+from i_protocol.jsonsafe import map_strings, replace_surrogates
 from i_protocol.secrets import may_contain_secret
 
 
@@ -89,6 +89,6 @@ def test_text_without_a_gate_word_is_never_changed(text: str) -> None:
 
 
 def test_scrub_replaces_lone_surrogates_only() -> None:
-    assert scrub("a\ud800b") == "a\ufffdb"
-    assert scrub("ok 😀") == "ok 😀"
-    assert scrub_value({"k\udfff": ["x\ud800"]}) == {"k\ufffd": ["x\ufffd"]}
+    assert replace_surrogates("a\ud800b") == "a\ufffdb"
+    assert replace_surrogates("ok 😀") == "ok 😀"
+    assert map_strings({"k\udfff": ["x\ud800"]}, replace_surrogates) == {"k\ufffd": ["x\ufffd"]}

@@ -64,14 +64,15 @@ def plan(dirs: dict[str, str], messages: list[dict[str, Any]] | None = None, **e
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"keep_recent": 0}, "keep_recent must be an integer in 1..10000, got 0"),
-        ({"keep_recent": 10001}, "keep_recent must be an integer in 1..10000"),
+        ({"keep_recent": 0}, "keep_recent must be an integer from 1 to 10000, got 0"),
+        ({"keep_recent": 10001}, "keep_recent must be an integer from 1 to 10000"),
         ({"keep_recent": True}, "keep_recent must be an integer"),
-        ({"images": "blur"}, "images must be one of keep, omit, describe, got 'blur'"),
+        ({"images": "blur"}, 'images must be one of keep, omit, describe, got "blur"'),
         ({"mode": "remote"}, "mode must be one of model, local"),
         ({"enabled": "yes"}, "enabled must be true or false"),
         ({"keep_recnet": 3}, "unknown field(s) keep_recnet"),
-        ({"prompt": ""}, "prompt must be a non-empty file path"),
+        ({"prompt": ""}, "prompt must be a non-empty string"),
+        ({"prompt": "  "}, "prompt must be a non-empty file path"),
     ],
 )
 def test_invalid_config_is_a_clear_error(dirs: dict[str, str], fields: dict[str, Any], message: str) -> None:
@@ -83,12 +84,16 @@ def test_invalid_config_is_a_clear_error(dirs: dict[str, str], fields: dict[str,
 
 def test_prompt_file_errors(dirs: dict[str, str]) -> None:
     configure(dirs, prompt="prompts/compact.txt")
-    planned = plan(dirs)["data"]
-    before = {"messages": history()[1:5], "cut": 5, "state": planned["state"], "model": "m", "budget": {}}
-    assert "prompt file" in call("before_compact", before, dirs)["error"]
-    assert "does not exist" in call("before_compact", before, dirs)["error"]
+    missing = plan(dirs)  # the config check of the first request reads the prompt file too
+    assert "prompt file" in missing["error"] and "does not exist" in missing["error"]
+    assert missing["kind"] == "config"
     prompt = Path(dirs["config_dir"]) / "prompts" / "compact.txt"
     prompt.parent.mkdir()
+    prompt.write_text("Summarise.")
+    planned = plan(dirs)["data"]
+    before = {"messages": history()[1:5], "cut": 5, "state": planned["state"], "model": "m", "budget": {}}
+    prompt.unlink()
+    assert "does not exist" in call("before_compact", before, dirs)["error"]
     prompt.write_text("   \n")
     assert "is empty" in call("before_compact", before, dirs)["error"]
     prompt.write_text("x" * 32001)

@@ -11,9 +11,9 @@ from loopback import Server, send
 
 from i_protocol import WorkerConfig
 from i_web.address import AddressPolicy
-from i_web.config import ResultMapping, load_settings
 from i_web.errors import WebError
 from i_web.search import json_path, map_results, parse_search_arguments, render_template, search
+from i_web.settings import ResultMapping, load_settings
 
 LOOPBACK = AddressPolicy.from_entries(["127.0.0.1/32"])
 SECRET = "sk-test-0123456789abcdef"

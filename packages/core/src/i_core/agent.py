@@ -21,12 +21,12 @@ from .archive import Archive, Generation, Index, citation
 from .budget import Budget, has_cut
 from .checkpoints import Checkpoints
 from .compaction import Compactor, Outcome
-from .config import ApiConfig
 from .errors import CompactionError, ContextTooLong, CoreError, ModelError, SessionError
 from .hook_results import BudgetCheck
 from .model import ModelClient
 from .runtime import Runtime
 from .session import Session
+from .settings import ApiConfig
 from .snapshot import context_updates
 from .tool_calls import ToolCallCounts, ToolPipeline
 from .tools import BUILTIN_SCHEMAS, ToolContext, ToolError, normal_env

@@ -37,11 +37,11 @@ from .terminal_text import for_terminal
 
 if TYPE_CHECKING:
     from .agent import Agent
-    from .config import ApiConfig
     from .console import LineQueue
     from .providers import ModelReply
     from .runtime import Runtime
     from .screen import Screen
+    from .settings import ApiConfig
     from .stream_json import EventStream
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -182,7 +182,7 @@ def _api_config(args: argparse.Namespace, paths: Paths, redactor: Redactor) -> A
     set is a ConfigError unless the server is on loopback."""
     from urllib.parse import urlsplit
 
-    from .config import load_api_config
+    from .settings import load_api_config
 
     config = load_api_config(Path(args.config) if args.config else Path(paths.config_dir) / "config.json")
     if getattr(args, "model", None):  # for this run: the usage anchor is the same model's only (SPEC §4)
@@ -534,10 +534,10 @@ def cmd_compact(args: argparse.Namespace) -> int:
     """Compact a saved session now (the console's /compact), whatever the budget says."""
     from .agent import Agent, AgentOptions
     from .compaction import describe
-    from .config import load_api_config
     from .runtime import Runtime
     from .selection import check_protocol
     from .session import open_session, session_path_for_name
+    from .settings import load_api_config
 
     paths = paths_from_env()
     config = load_api_config(Path(args.config) if args.config else Path(paths.config_dir) / "config.json")
@@ -698,7 +698,14 @@ def cmd_cache_report(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Run the contract suite against an implementation of a module (``i_core.check``)."""
+    """Run the contract suite against an implementation of a module (``i_core.check``); without a
+    module, check every selected module's configuration (``i_core.config_checks``)."""
+    if args.module is None:
+        if args.exec is not None or args.cwd is not None:
+            raise ConfigError("check: --exec and --cwd need the MODULE to check")
+        from .config_checks import run_command as check_configs
+
+        return check_configs(json=args.json)
     from .check import run_command
 
     return run_command(args.module, exec_argv=args.exec, cwd=args.cwd, json=args.json)

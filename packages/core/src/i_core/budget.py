@@ -27,11 +27,11 @@ import orjson
 from i_protocol import BudgetVerdict
 from i_protocol.history import is_image_part, is_summary, wire_bytes
 
-from .config import ApiConfig
 from .errors import BudgetExhausted
 from .exact_count import ExactCounter, tools_fingerprint
 from .hook_results import BudgetCheck
 from .hooks import HookRunner
+from .settings import ApiConfig
 from .unplanned_images import leave_out
 
 MARGIN_TOKENS = 4096

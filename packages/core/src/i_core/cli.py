@@ -138,8 +138,8 @@ def _runtime_parser() -> argparse.ArgumentParser:
     report.add_argument("--config", metavar="FILE", help="cache.json to use (default: config_dir/cache.json)")
     report.add_argument("--json", action="store_true", help="machine-readable output")
     report.set_defaults(func=app.cmd_cache_report)
-    check = sub.add_parser("check", help="run the contract suite against a module's implementation (exit 0: all pass)")
-    check.add_argument("module", metavar="MODULE", help="the module, e.g. compact")
+    check = sub.add_parser("check", help="MODULE: run its contract suite; no MODULE: check every selected config")
+    check.add_argument("module", metavar="MODULE", nargs="?", help="the module, e.g. compact")
     check.add_argument("--cwd", metavar="DIR", help="the worker's folder (default: the current one with --exec)")
     check.add_argument("--json", action="store_true", help="machine-readable output")
     check.add_argument(

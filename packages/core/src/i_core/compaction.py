@@ -18,11 +18,11 @@ from i_protocol.summary import SUMMARY_INTRO, request_overhead, summary_request
 
 from .archive import CITATION_OPEN, LEGACY_CITATION_OPENS
 from .budget import Budget
-from .config import ApiConfig
 from .errors import CompactionError, HookResultError, ModelError, WorkerFailure, WorkerIncompatible
 from .hook_results import BudgetCheck, CompactPlan, PreparedSummary, Revision
 from .hooks import HookRunner
 from .model import ModelClient
+from .settings import ApiConfig
 from .snapshot import restore_snapshots
 
 MAX_AFTER_COMPACT_ROUNDS = 4

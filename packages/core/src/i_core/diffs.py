@@ -9,18 +9,25 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from i_protocol.errors import FileError
+from i_protocol.files import read_bytes
+
+MAX_DIFF_BYTES = 8 * 1024 * 1024
+"""A file larger than this gets no diff (its preview would be cut to a few lines anyway)."""
+
 
 def change_diff(prepared: object, limit: int) -> list[str] | None:
     """The diff's lines (at most ``limit``, then one line that says how many more), ``[]`` for an
-    edit that changes nothing, None for any other tool or an unreadable file."""
+    edit that changes nothing, None for any other tool or an unreadable file (or one over
+    ``MAX_DIFF_BYTES``)."""
     name = getattr(prepared, "name", None)
     path = getattr(prepared, "path", None)
     arguments = getattr(prepared, "arguments", None) or {}
     if name not in ("edit", "write") or path is None:
         return None
     try:
-        old = Path(path).read_bytes().decode("utf-8", "replace") if Path(path).exists() else ""
-    except OSError:
+        old = read_bytes(path, MAX_DIFF_BYTES).decode("utf-8", "replace") if Path(path).exists() else ""
+    except (OSError, FileError):
         return None
     if name == "write":
         new = str(arguments.get("content", ""))

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .config import ApiConfig
+from .settings import ApiConfig
 
 MODES = ("off", "tokenize")
 COUNT_TIMEOUT = 10.0

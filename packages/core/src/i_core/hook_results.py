@@ -146,7 +146,7 @@ def _before_compact(answer: dict[str, Any], sent: dict[str, Any]) -> PreparedSum
 
 
 def _before_request(answer: dict[str, Any], sent: dict[str, Any]) -> RequestChange:
-    from .config import origin_of
+    from .settings import origin_of
 
     url = answer.get("url", sent.get("url"))
     if not isinstance(url, str) or origin_of(url) != origin_of(sent["url"]):

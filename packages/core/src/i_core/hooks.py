@@ -142,13 +142,6 @@ class HookRunner:
         handshakes = self.pool.handshakes
         return handshakes is not None and handshakes.declared(hook.exec, extension)
 
-    def announce_tools(self) -> Manifest:
-        """Add the tools ``tools_list`` subscribers announce (``announced_tools``) to the manifest."""
-        announced = self.announced_tools()
-        if announced:
-            self.manifest = self.manifest.with_tools(announced)
-        return self.manifest
-
     def kept_answers(self, kept: KeptTools) -> dict[int, dict[str, Any]]:
         """The ``tools_list`` answers ``kept`` still holds, by subscriber index (``kept_tools``)."""
         found: dict[int, dict[str, Any]] = {}

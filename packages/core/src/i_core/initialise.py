@@ -27,12 +27,13 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from i_protocol.atomic import create_exclusive, remove_stale_temporaries
 from i_protocol.errors import FileError
 from i_protocol.files import read_json
 
 from .errors import ConfigError, os_problem
 from .image_costs import ImageCost, documented_image_tokens
-from .jsonfile import MAX_CONFIG_BYTES, remove_stale_temporaries
+from .jsonfile import MAX_CONFIG_BYTES
 from .windows import catalog_window
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080/v1"
@@ -433,19 +434,8 @@ def _dumps(content: dict[str, Any]) -> bytes:
 
 
 def _create_exclusive(path: Path, data: bytes) -> bool:
-    # Written aside, then hard-linked into place: the link fails if the file exists, so a
-    # user's file is never overwritten even by a concurrent init, and no reader sees half a file.
-    if path.exists():
-        return False
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    # Never overwrites a user's file, even under a concurrent init (i_protocol.atomic).
     try:
-        tmp.write_bytes(data)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        finally:
-            tmp.unlink(missing_ok=True)
+        return create_exclusive(path, data)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {os_problem(exc)}") from None
-    return True

@@ -12,12 +12,12 @@ from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 from .call_ids import history_call_ids, unique_call_ids
-from .config import ApiConfig
 from .hook_results import RequestChange
 from .hooks import HookRunner
 from .providers import Adapter, ModelReply, exchange, get_adapter
 from .providers.worker import provider_body, provider_exchange
 from .selection import bound_provider, check_protocol
+from .settings import ApiConfig
 from .transport import Transport
 from .unplanned_images import leave_out
 

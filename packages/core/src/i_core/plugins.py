@@ -18,7 +18,7 @@ from i_protocol.settings import optional_str, optional_str_list, reject_unknown,
 
 from .errors import ConfigError
 from .jsonfile import read_optional_json_object
-from .modules import MODULES, PROFILES
+from .modules import CONSOLE_MODULES, MODULES, PROFILES
 
 DEFAULT_PLUGINS: dict[str, Any] = {"profile": "standard", "disabled": []}
 
@@ -77,3 +77,14 @@ def load_bindings(config_dir: Path) -> dict[str, dict[str, Any]]:
                 raise ConfigError(f"{where}: cwd {cwd!r} does not exist")
         bindings[module] = {"exec": list(argv), **({"cwd": cwd} if cwd is not None else {})}
     return bindings
+
+
+def selected_modules(config_dir: Path) -> set[str]:
+    """The modules plugins.json selects (its profile minus ``disabled``) plus the console's own."""
+    plugins = load_plugins(config_dir)
+    only_with = {m: MODULES[m].only_with for m in PROFILES[plugins["profile"]]}
+    return {
+        m
+        for m, needed in only_with.items()
+        if m not in plugins["disabled"] and (needed is None or (config_dir / needed).is_file())
+    } | set(CONSOLE_MODULES)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import PROTOCOLS
 from .errors import ConfigError
 from .executables import bundle, module_exec
 from .jsonfile import read_json_object, read_optional_json_object
@@ -19,9 +18,10 @@ from .manifest import Exec, Manifest, parse_manifest, with_hook
 from .modules import MODULES, PROFILE_ARGS, PROFILES
 from .plugins import load_bindings, load_plugins
 from .providers import require_protocol_modules
+from .settings import PROTOCOLS
 
 if TYPE_CHECKING:
-    from .config import ApiConfig
+    from .settings import ApiConfig
 
 
 def generate_manifest(

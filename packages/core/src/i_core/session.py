@@ -18,7 +18,7 @@ module creates it: sessions are local state, never the project's content (``.i``
 ignored: ``.i/skills`` holds the project's skills).
 
 Opening a session removes stale atomic-write temporaries in its folder (see
-``jsonfile.remove_stale_temporaries``): this session's own at once, since its lock is held; other
+``i_protocol.atomic.remove_stale_temporaries``): this session's own at once, since its lock is held; other
 ``.json`` targets' only when their writer is gone.
 
 Every OS error is a SessionError naming the path and the problem.
@@ -40,13 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from i_protocol import atomic_write_bytes
+from i_protocol.atomic import remove_stale_temporaries
 from i_protocol.errors import FileDecodeError, FileTooLarge, LockTimeout
 from i_protocol.files import acquire_lock, read_json
 from i_protocol.jsonsafe import dumps_safe  # one lossless policy for lone surrogates
 
 from .__about__ import __version__
 from .errors import SessionError, os_problem
-from .jsonfile import remove_stale_temporaries
 from .preflight import version_key
 
 FORMAT = "i-session/1"

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from i_protocol.errors import FileError
+from i_protocol.files import read_bytes
+
 DEFAULT_SYSTEM_PROMPT = """You are i, a careful software agent working in the terminal on the project at {{workspace}}.
 Work step by step: read before you change, make the smallest change that does the job, and check it.
 Use the tools you are given; every tool other than read and view_image may need the user's approval.
@@ -27,6 +30,9 @@ def default_system_prompt(workspace: str) -> str:
 INSTRUCTION_NAMES = ("AGENTS.md", "CLAUDE.md")
 """A folder's project instructions: AGENTS.md, else CLAUDE.md."""
 MAX_INSTRUCTION_CHARS = 32_000
+MAX_INSTRUCTION_BYTES = 4 * 1024 * 1024
+"""A file larger than this is not read at all (said in its block); below it, the text is cut at
+``MAX_INSTRUCTION_CHARS`` with the cut said."""
 """Each file's bound, as for prompt files: the rest is cut, and the cut is said."""
 
 
@@ -54,11 +60,10 @@ def project_instructions(workspace: str) -> str:
     blocks = []
     for path in instruction_files(workspace):
         try:
-            text = path.read_bytes().decode("utf-8", "replace")
-        except OSError as exc:
-            blocks.append(
-                f'<project_instructions path="{path}">(not read: {exc.strerror or exc})</project_instructions>'
-            )
+            text = read_bytes(path, MAX_INSTRUCTION_BYTES, what=path.name).decode("utf-8", "replace")
+        except (OSError, FileError) as exc:
+            problem = exc.detail if isinstance(exc, FileError) else exc.strerror or exc
+            blocks.append(f'<project_instructions path="{path}">(not read: {problem})</project_instructions>')
             continue
         if not text.strip():
             continue

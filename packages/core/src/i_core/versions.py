@@ -8,6 +8,7 @@ asked ``PROGRAM --version`` (a worker answers ``"<dist> <version> (i-protocol <N
 a second line ``build <tree>; i-protocol <version> build <tree>; needs i-protocol<range>``) under a
 short timeout, all at once, and started once to answer the ``hello`` handshake (SPEC §3.4:
 package, version, protocol, library, extensions); bundled ones are read from this core's own version.
+Each selected module's config is checked as ``i --runtime check`` does (``i_core.config_checks``).
 
 The verdict, as a session's handshake judges (``i_core.handshake``): ``compatible``;
 ``incompatible`` when the program stopped because its i-protocol does not fit (its one line, exit
@@ -36,14 +37,16 @@ from i_protocol.jsonsafe import dumps_safe
 
 from .__about__ import __version__
 from .compatibility import OLDEST_WORKERS
-from .config import load_api_config
-from .errors import EXIT_WORKER, ConfigError
+from .config_checks import INVALID, ConfigCheck, check_modules
+from .config_checks import line as config_line
+from .errors import EXIT_CONFIG, EXIT_WORKER, ConfigError
 from .executables import core_worker_argv, find_script
 from .handshake import CORE_EXTENSIONS, refusal
 from .manifest import Exec
-from .modules import CONSOLE_MODULES, MODULES, PROFILES
-from .plugins import load_bindings, load_plugins
+from .modules import MODULES
+from .plugins import load_bindings, selected_modules
 from .pool import worker_environment
+from .settings import load_api_config
 from .terminal_text import for_terminal
 from .version_line import VERSION_TIMEOUT_S, VersionAnswer, ask_version
 
@@ -76,6 +79,10 @@ class ModuleVersion:
     """The extension names the worker declared in ``hello``."""
     servers: list[str] | None = None
     """For ``mcp``: what ``i-mcp --list`` said, a line per MCP server (its state and tools)."""
+    config: str | None = None
+    """A selected module's config: ``ok``, ``invalid`` or ``not checked`` (``i_core.config_checks``)."""
+    config_detail: str | None = None
+    """What was checked, the problem (naming the file and the field), or why it was not checked."""
 
 
 def verdict(
@@ -118,17 +125,6 @@ def ask_hello(argv: list[str], cwd: str | None, env: dict[str, str]) -> Hello | 
         worker.close(grace=0.5)
 
 
-def selected_modules(config_dir: Path) -> set[str]:
-    """The modules plugins.json selects (its profile minus ``disabled``) plus the console's own."""
-    plugins = load_plugins(config_dir)
-    only_with = {m: MODULES[m].only_with for m in PROFILES[plugins["profile"]]}
-    return {
-        m
-        for m, needed in only_with.items()
-        if m not in plugins["disabled"] and (needed is None or (config_dir / needed).is_file())
-    } | set(CONSOLE_MODULES)
-
-
 def module_versions(config_dir: Path) -> list[ModuleVersion]:
     """Every module, the selected ones first, with what would run for it."""
     bindings = load_bindings(config_dir)
@@ -137,6 +133,8 @@ def module_versions(config_dir: Path) -> list[ModuleVersion]:
     env = worker_environment(paths_from_env())
     with ThreadPoolExecutor(max_workers=8) as pool:
         rows = list(pool.map(lambda m: _row(m, m in selected, bindings, env), names))
+    checks = {c.module: c for c in check_modules(config_dir, [r.module for r in rows if r.selected])}
+    rows = [replace(r, config=c.status, config_detail=c.detail) if (c := checks.get(r.module)) else r for r in rows]
     configured = _configured_provider(config_dir)
     if configured is not None:  # config.json's provider wins over a bindings.json one (selection.bound_provider)
         provider = {"provider": {"exec": list(configured.argv), "cwd": configured.cwd}}
@@ -264,7 +262,11 @@ def run_command(*, json: bool) -> int:
         "library": _LIBRARY_VERSION,
     }
     if json:
-        document = {"core": core, "config_dir": str(config_dir), "modules": [asdict(r) for r in rows]}
+        document = {
+            "core": core,
+            "config_dir": str(config_dir),
+            "modules": [asdict(r) for r in rows],
+        }
         sys.stdout.write(dumps_safe(document, indent=True).decode() + "\n")
     else:
         core_line = f"i-core {__version__} (i-protocol {PROTOCOL_VERSION}) on i-protocol {_LIBRARY_VERSION}"
@@ -295,5 +297,10 @@ def run_command(*, json: bool) -> int:
                 print(for_terminal(f"{r.module} servers ({r.servers[0]}):"))
                 for server in r.servers[1:]:
                     print(for_terminal(f"  {server}"))
+        for r in rows:
+            if r.config is not None:
+                print(config_line(ConfigCheck(r.module, r.config, r.config_detail or "")))
     broken = [r for r in rows if r.selected and (r.status == "missing" or r.problem or r.verdict == "incompatible")]
-    return EXIT_WORKER if broken else 0
+    if broken:
+        return EXIT_WORKER
+    return EXIT_CONFIG if any(r.config == INVALID for r in rows) else 0

@@ -97,12 +97,6 @@ class _Reaper:
         self._groups: set[int] = set()
         self._owner = 0
 
-    @property
-    def pid(self) -> int | None:
-        """The reaper's process id while it runs (for tests and diagnostics)."""
-        process = self._process
-        return process.pid if process is not None and process.poll() is None else None
-
     def register(self, pgid: int) -> None:
         with self._lock:
             self._groups.add(pgid)
@@ -154,11 +148,6 @@ class _Reaper:
 
 
 _REAPER = _Reaper()
-
-
-def reaper_pid() -> int | None:
-    """The process id of this host's reaper, None before the first worker (or where there is none)."""
-    return _REAPER.pid
 
 
 class StderrDrain:

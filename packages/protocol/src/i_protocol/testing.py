@@ -2,8 +2,8 @@
 
 Public API, versioned with the protocol: ``drawn_parents`` and ``error_module_problems`` (the rule
 for a package's exceptions module); ``time_scale``, ``scaled`` and ``wait_until`` (tests that do
-not depend on the machine being idle); ``secret_forms`` (the secret forms every place that keeps
-or sends text must mask).
+not depend on the machine being idle); ``alive`` and ``wait_dead`` (whether a worker's processes
+are gone); ``secret_forms`` (the secret forms every place that keeps or sends text must mask).
 
 A test's timeouts — a limit it passes to the code under test so that the limit must *not* fire,
 or a guard on a subprocess — are multiplied by ``I_TEST_TIME_SCALE`` (default 4), so a loaded
@@ -17,12 +17,22 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from importlib import resources
 from types import ModuleType
 from typing import TypedDict
 
-__all__ = ["SecretForm", "drawn_parents", "error_module_problems", "scaled", "secret_forms", "time_scale", "wait_until"]
+__all__ = [
+    "SecretForm",
+    "alive",
+    "drawn_parents",
+    "error_module_problems",
+    "scaled",
+    "secret_forms",
+    "time_scale",
+    "wait_dead",
+    "wait_until",
+]
 
 TIME_SCALE_ENV = "I_TEST_TIME_SCALE"
 DEFAULT_TIME_SCALE = 4.0
@@ -62,6 +72,31 @@ def wait_until(condition: Callable[[], object], timeout: float, *, interval: flo
 
 
 _NODE = re.compile(r"^( *)[*+-] ([A-Za-z_][\w.]*)", re.M)
+
+
+def alive(pid: int) -> bool:
+    """True while process ``pid`` exists and is not a zombie (a zombie is dead for a test: it is
+    reaped soon and holds nothing open)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, it is someone else's
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return not os.path.isdir("/proc")  # gone since kill(0), or a system without /proc
+    except OSError:
+        return True
+
+
+def wait_dead(pids: Iterable[int], within: float) -> list[int]:
+    """The ``pids`` still alive after at most ``within`` seconds (scaled): ``[]`` when all are gone."""
+    watched = list(pids)
+    wait_until(lambda: not any(alive(pid) for pid in watched), within)
+    return [pid for pid in watched if alive(pid)]
 
 
 def drawn_parents(doc: str) -> dict[str, str | None]:

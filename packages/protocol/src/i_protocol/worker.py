@@ -11,7 +11,7 @@ from .__about__ import PROTOCOL_VERSION
 from ._event_names import ANY_EVENT, EVENTS, is_event
 from .config import ConfigCache, WorkerConfig, discover_config_path
 from .context import Paths, RequestContext, parse_context, paths_from_env
-from .errors import ProtocolError, WorkerError
+from .errors import ConfigError, ProtocolError, WorkerError
 from .framing import (
     MAX_FRAME_BYTES,
     decode_frame,
@@ -27,10 +27,20 @@ if TYPE_CHECKING:
     from typing import BinaryIO, TypeVar
 
     HookHandler = Callable[[dict[str, Any], "Request"], dict[str, Any]]
+    ConfigCheck = Callable[[WorkerConfig, Paths], "str | None"]
     ToolHandler = Callable[[dict[str, Any], "Request"], "str | dict[str, Any]"]
     F = TypeVar("F", bound=Callable[..., Any])
 
 TOOL_EVENT = "tool"
+CHECK_CONFIG_FLAG = "--check-config"
+"""``PROGRAM --check-config [--config FILE]``: validate the config without serving (``Worker.main``)."""
+CONFIG_OK = "config ok: "
+"""The start of the one stdout line of a passing ``--check-config`` (exit 0): what was checked."""
+CONFIG_INVALID = "config invalid: "
+"""The start of the one stdout line of a failing ``--check-config`` (exit ``EXIT_CONFIG``): the problem,
+naming the file and the field. Any other outcome means the program did not check (not one of ours,
+or an older one)."""
+EXIT_CONFIG = 3
 
 
 class Request:
@@ -124,6 +134,9 @@ class Worker:
         self._commands: dict[str, Callable[[list[str]], int]] = {}
         self._config_override: str | None = None
         self._config_cache = ConfigCache()
+        self._config_check: ConfigCheck | None = None
+        self._check_at_request = True
+        self._checked: dict[str, WorkerConfig] = {}  # config path -> the loaded config that passed
         self._env_paths: Paths | None = None
         self._workspace_ids: dict[tuple[str, str], str] = {}
         self._frames_out: BinaryIO | None = None
@@ -168,6 +181,43 @@ class Worker:
             return func
 
         return register
+
+    def config_check(self, *, at_request: bool = True) -> Callable[[F], F]:
+        """Register the decorated ``func(config, paths)`` as this worker's config check: it raises a
+        ``ConfigError`` (or any ``ProtocolError``) naming the file and the field, and may return
+        what it checked when that is not the module's own config file (budget: config.json).
+
+        It runs for ``PROGRAM --check-config`` and, with ``at_request``, before the first request of a
+        handled event for each config file (again when the file changes), so a typo fails that first
+        call with an error frame of kind ``config`` instead of surfacing at the call that reads the
+        field. A worker whose config check runs at requests declares ``config_kind`` in ``hello``.
+        """
+
+        def register(func: F) -> F:
+            if self._config_check is not None:
+                raise ValueError("this worker already has a config check")
+            self._config_check = func
+            self._check_at_request = at_request
+            return func
+
+        return register
+
+    def check_config(self, paths: Paths) -> str:
+        """Load this module's config for ``paths`` and run the registered config check on it (once per
+        loaded file); every failure is a ``ConfigError``. Returns what was checked (a file, or
+        ``<file> absent (defaults)``)."""
+        config = self.load_config(paths.config_dir)
+        checked = config.path or f"{self.config_path(paths.config_dir)} absent (defaults)"
+        if self._config_check is None or self._checked.get(config.path or "") is config:
+            return checked
+        try:
+            said = self._config_check(config, paths)
+        except ConfigError:
+            raise
+        except ProtocolError as exc:  # a package's own error type: still a configuration error
+            raise ConfigError(str(exc)) from exc
+        self._checked[config.path or ""] = config
+        return said or checked
 
     def command(self, name: str) -> Callable[[F], F]:
         """Register a CLI subcommand (``i-cache report ...``): ``func(argv) -> exit code``."""
@@ -271,11 +321,17 @@ class Worker:
             return self.hello()  # protocol-level: answered without a request context
         context = parse_context(frame)
         if event == TOOL_EVENT:
-            return self._call_tool(Request(self, frame, context))
+            request = Request(self, frame, context)
+            if self._config_check is not None and self._check_at_request:
+                self.check_config(request.paths)
+            return self._call_tool(request)
         handler = self._hooks.get(event) or self._hooks.get(ANY_EVENT)
         if handler is None:
             return data  # an event this worker does not handle goes back unchanged
-        result = handler(data, Request(self, frame, context))
+        request = Request(self, frame, context)
+        if self._config_check is not None and self._check_at_request:
+            self.check_config(request.paths)
+        result = handler(data, request)
         if not isinstance(result, dict):
             raise WorkerError(f"handler for event {event!r} returned {type(result).__name__}, expected an object")
         return result
@@ -303,7 +359,10 @@ class Worker:
         from .__about__ import __version__ as library
         from .handshake import hello_answer
 
-        return hello_answer(self.dist_name, self.version, library, self.extensions)
+        extensions = self.extensions
+        if self._config_check is not None and self._check_at_request and "config_kind" not in extensions:
+            extensions = (*extensions, "config_kind")
+        return hello_answer(self.dist_name, self.version, library, extensions)
 
     def handle_line(self, line: bytes) -> bytes:
         """Answer one raw request line with one response frame."""
@@ -372,10 +431,12 @@ class Worker:
         return f"{self.dist_name} {self.version} (i-protocol {PROTOCOL_VERSION})"
 
     def main(self, argv: Sequence[str] | None = None) -> int:
-        """Console entry: ``--version``, ``--config FILE``, ``--help``; then serve stdin/stdout."""
+        """Console entry: ``--version``, ``--config FILE``, ``--help``, ``--check-config``; then serve
+        stdin/stdout (unless ``--check-config``)."""
         args = list(sys.argv[1:] if argv is None else argv)
         if args and args[0] in self._commands:
             return self._commands[args[0]](args[1:])
+        check_only = False
         while args:
             arg = args.pop(0)
             if arg == "--version":
@@ -388,12 +449,20 @@ class Worker:
                 self._config_override = args.pop(0)
             elif arg.startswith("--config="):
                 self._config_override = arg.split("=", 1)[1]
+            elif arg == CHECK_CONFIG_FLAG:
+                check_only = True
             else:
                 print(f"{self.dist_name}: unknown argument {arg!r}\n{self._usage()}", file=sys.stderr)
                 return 2
         if self._config_override is not None and not os.path.isfile(self._config_override):
-            print(f"{self.dist_name}: --config {self._config_override}: file does not exist", file=sys.stderr)
+            problem = f"--config {self._config_override}: file does not exist"
+            if check_only:
+                print(f"{CONFIG_INVALID}{problem}")
+                return EXIT_CONFIG
+            print(f"{self.dist_name}: {problem}", file=sys.stderr)
             return 2
+        if check_only:
+            return self._check_config_command()
         reader, writer = protect_stdio()
         try:
             return self.serve(reader, writer)
@@ -409,9 +478,23 @@ class Worker:
             exit_fast(0)
         exit_fast(self.main(args))
 
+    def _check_config_command(self) -> int:
+        """``--check-config``: one line, ``config ok: ...`` on stdout (0) or the problem on stderr (3);
+        2 when this worker has no config check."""
+        if self._config_check is None:
+            print(f"{self.dist_name}: this worker has no config check", file=sys.stderr)
+            return 2
+        try:
+            checked = self.check_config(self.env_paths())
+        except ProtocolError as exc:
+            print(f"{CONFIG_INVALID}{' '.join(str(exc).split())}")
+            return EXIT_CONFIG
+        print(f"{CONFIG_OK}{checked}")
+        return 0
+
     def _usage(self) -> str:
         return (
-            f"usage: {self.dist_name} [--config FILE] [--version]"
+            f"usage: {self.dist_name} [--config FILE] [--version] [{CHECK_CONFIG_FLAG}]"
             + "".join(f"\n       {self.dist_name} {name} ..." for name in sorted(self._commands))
             + "\n"
             f"Serves the i worker protocol {PROTOCOL_VERSION} (NDJSON) on stdin/stdout.\n"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .anchor import Anchor, Fallback, parse_anchor
-from .density import BYTES, ZERO, Classes, Rates, add, classify, sub
+from .density import BYTES, ZERO, Classes, Rates, add, sub
 from .errors import BudgetError
 from .measure import HistoryMeasure, measure_history, measure_tools
 from .policy import Policy, parse_policy
@@ -469,8 +469,3 @@ def _template(
 def budget_result(data: dict[str, Any]) -> dict[str, Any]:
     """The ``budget_result`` of the byte estimator for ``data`` (nothing learned, no I/O)."""
     return estimate_budget(data).result
-
-
-def text_classes(text: str) -> Classes:
-    """Class bytes of a text (for hosts and benches that estimate plain text)."""
-    return classify(text.encode("utf-8", "surrogatepass"))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
-from i_protocol import ProtocolError, Worker
+from i_protocol import Paths, ProtocolError, Worker, WorkerConfig
+from i_protocol.config import read_json_object
+from i_protocol.errors import SettingsError
 
 from .__about__ import __version__
 from .density import Rates, merged, observation_scales, rates_from_scales
@@ -19,6 +22,28 @@ if TYPE_CHECKING:
 worker = Worker("budget", __version__, dist_name="i-worker-budget")
 # Declared in `hello` (SPEC §3.4); set as an attribute so an older i-protocol only ignores it.
 worker.extensions = ("cut_estimates", "exact_count", "rejection", "tool_output_budget")
+
+
+def check_config(config: WorkerConfig, paths: Paths) -> str:
+    """The config check of ``i-budget --check-config``: the policy this worker is sent is config.json's
+    ``budget`` (with its ``max_tokens``), checked as at every request, naming config.json."""
+    path = os.path.join(paths.config_dir, "config.json")
+    if not os.path.isfile(path):
+        return f"{path} absent (the core reports it)"
+    data = read_json_object(path)
+    # Without max_tokens in the file the core sends its own default, which is not this worker's to
+    # know: the reserve is then taken as 0 here, and what depends on it is left to the first request.
+    max_tokens = data.get("max_tokens", 0)
+    try:
+        parse_policy(data.get("budget"), max_tokens)
+    except ProtocolError as exc:
+        raise SettingsError(f"{path}: {exc}") from None
+    return path
+
+
+# Not at each request: the policy arrives in every request and is checked there.
+if hasattr(worker, "config_check"):  # an older i-protocol has no config checks
+    worker.config_check(at_request=False)(check_config)
 _memory = MemoryStore()
 """What this process learned when a request names no workspace to keep it in."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from i_protocol import Request, Worker
+from i_protocol import Paths, Request, Worker, WorkerConfig
 
 from .__about__ import __version__
 from .fingerprint import PrefixTracker
@@ -34,6 +34,18 @@ def settings_for(request: Request) -> CacheSettings:
         return SMOKE_SETTINGS
     config = request.config()
     return parse_settings(config.data, config.path or "cache.json")
+
+
+def check_config(config: WorkerConfig, paths: Paths) -> str | None:
+    """The config check (``i-cache --check-config``, each first request): cache.json's fields."""
+    if _smoke:
+        return "cache.json unread (the smoke profiles' settings)"
+    parse_settings(config.data, config.path or "cache.json")
+    return None
+
+
+if hasattr(worker, "config_check"):  # an older i-protocol has none: the config is read at its first use
+    worker.config_check()(check_config)
 
 
 def _stats_path(request: Request, settings: CacheSettings) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from i_protocol import ProtocolError, Request, Worker
+from i_protocol import Paths, ProtocolError, Request, Worker, WorkerConfig
 from i_protocol.checkpoint import TURN_CONTEXT, UNDO, UNDO_EVENT, turn_context, undo_request
 
 from . import recorder
@@ -37,6 +37,17 @@ def settings_for(request: Request) -> Settings:
     """``--config FILE`` or ``config_dir/checkpoint.json`` (defaults when absent)."""
     config = request.config()
     return parse_settings(config.data, config.path or "checkpoint.json")
+
+
+def check_config(config: WorkerConfig, paths: Paths) -> None:
+    """The config check (``i-checkpoint --check-config``, each first request): checkpoint.json's fields."""
+    parse_settings(config.data, config.path or "checkpoint.json")
+
+
+if hasattr(
+    worker, "config_check"
+):  # an older i-protocol has no config checks: checkpoint.json is read at its first use
+    worker.config_check()(check_config)
 
 
 def _root(request: Request) -> Path:

@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from i_protocol.history import is_summary, text_of, utf8_len
+from i_protocol.jsonsafe import replace_surrogates as scrub
 
 from .history import request_text
 from .ledger import Statement
@@ -46,7 +47,6 @@ from .redact import redact
 from .request_memory import per_request
 from .state_record import fit_statement, parse_record, record_version
 from .state_record import statement_size as statement_size_of
-from .textsafe import scrub
 
 STATEMENT_MAX = 12_000
 """UTF-8 bytes of a task statement kept whole; a larger one keeps :data:`STATEMENT_END` of each end."""

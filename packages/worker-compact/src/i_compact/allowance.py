@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from i_protocol.history import is_summary, text_of, utf8_len
 
-from .config import CompactConfig
 from .failure import count
 from .history import approx_size
 from .normalize import canonical
+from .settings import CompactConfig
 from .state import CompactState
 from .state_record import parse_record, record_text, statement_size
 

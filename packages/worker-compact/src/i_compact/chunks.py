@@ -38,7 +38,7 @@ from i_protocol.summary import (
     Overhead,
 )
 
-from .config import check_prompt
+from .settings import check_prompt
 
 FRAME_MARGIN_TOKENS = 64
 MESSAGE_FRAMING_BYTES = 48

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from i_protocol import Request, WorkerError
+from i_protocol import ProtocolError, Request
 
 from . import diagnostics as diag
-from .config import CompactConfig, parse_config
-from .errors import CompactError
+from .settings import CompactConfig, parse_config
 from .state import CompactState
 
 
@@ -35,9 +34,6 @@ def load_config(request: Request, state: CompactState | None = None) -> CompactC
     """This worker's ``compact.json``; an invalid one is recorded as a failure and raised."""
     try:
         return parse_config(request.config())
-    except WorkerError as exc:
+    except ProtocolError as exc:  # a SettingsError / ConfigError keeps its kind ``config``
         fail(request, state, "invalid_config", str(exc))
         raise
-    except Exception as exc:  # ConfigError from i_protocol (unreadable / invalid JSON)
-        fail(request, state, "invalid_config", str(exc))
-        raise CompactError(str(exc)) from None

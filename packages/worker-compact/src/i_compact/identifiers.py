@@ -40,10 +40,10 @@ from itertools import accumulate, repeat
 from operator import add
 from typing import Any
 
+from i_protocol.jsonsafe import replace_surrogates as scrub
 from i_protocol.secrets import GATE_WORDS, contains_secret
 
 from .redact import redact
-from .textsafe import scrub
 
 MAX_ID = 128
 MAX_PATH = 400

@@ -32,13 +32,13 @@ from typing import Any
 import orjson
 
 from i_protocol.history import is_attachment, is_summary, text_of
+from i_protocol.jsonsafe import replace_surrogates as scrub
 from i_protocol.secrets import GATE_WORDS, contains_secret
 
 from . import identifiers
 from .history import request_text
 from .redact import redact
 from .reduction import FIELD_ID_MAX, is_id_key
-from .textsafe import scrub
 from .transcript import Analysis
 
 REQUEST_MAX = 4000

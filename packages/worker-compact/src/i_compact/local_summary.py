@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Any, TypeAlias
 
 from i_protocol.history import is_image_part, is_summary, text_of, utf8_len
+from i_protocol.jsonsafe import replace_surrogates as scrub
 
 from . import actions
 from . import ledger as facts
@@ -23,7 +24,6 @@ from .history import request_text
 from .redact import redact, secret_references
 from .reduction import Reduction, strip_payloads
 from .state_record import find_record, render_shared, statement_size
-from .textsafe import scrub
 from .transcript import Analysis
 
 SECTIONS = (

@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from i_protocol.jsonsafe import replace_surrogates as scrub
 from i_protocol.summary import CONTINUATION_CLOSE, CONTINUATION_OPEN
-
-from .textsafe import scrub
 
 _OPEN = re.compile(r"<\s*continuation_summary\b[^<>\n]*>", re.I)
 _CLOSE = re.compile(r"<\s*/\s*continuation_summary\s*>", re.I)

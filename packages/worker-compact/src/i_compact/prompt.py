@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .config import CompactConfig, check_prompt, read_prompt_file
+from .settings import CompactConfig, check_prompt, read_prompt_file
 
 DEFAULT_PROMPT = """\
 You are compacting the earlier part of a long agent session in the workspace {{workspace}} so

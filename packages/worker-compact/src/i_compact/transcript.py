@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 
 from i_protocol.history import is_image_part, is_summary, text_of
+from i_protocol.jsonsafe import replace_surrogates as scrub
 
 from .redact import redact
 from .reduction import STRING_CAP, Reduction, reduce_tool_result, strip_payloads
-from .textsafe import scrub
 
 MAX_IMAGES = 8
 ARGUMENTS_CAP = 2000

@@ -13,6 +13,7 @@ from i_protocol import Request, Worker
 from . import diagnostics as diag
 from . import request_memory
 from .__about__ import __version__
+from .settings import check_config
 
 worker = Worker("compact", __version__, dist_name="i-worker-compact")
 # Declared in `hello` (SPEC §3.4); set as an attribute so an older i-protocol only ignores it.
@@ -24,6 +25,9 @@ worker.extensions = (
     "previous_attempt",
     "summary_request_overhead",
 )
+
+if hasattr(worker, "config_check"):  # an older i-protocol has no config checks: compact.json is read later
+    worker.config_check()(check_config)
 
 Handler = Callable[[dict[str, Any], Request], dict[str, Any]]
 

@@ -16,12 +16,13 @@ import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from i_protocol.errors import FileError, SettingsError
 from i_protocol.settings import (
+    optional_bool,
     optional_number,
     optional_object,
     optional_str,
@@ -32,6 +33,9 @@ from i_protocol.settings import (
 )
 
 from .errors import McpConfigError
+
+if TYPE_CHECKING:
+    from i_protocol import Paths, WorkerConfig
 
 DEFAULT_TIMEOUT_S = 60.0
 """How long a call may last while the server reports progress (the core's ceiling is 600 s)."""
@@ -134,6 +138,14 @@ def parse_config(
     return Servers(tuple(specs), tuple(broken))
 
 
+def check_config(config: WorkerConfig, paths: Paths) -> None:
+    """The config check of ``i-mcp --check-config``: mcp.json's fields and every server entry (a broken
+    entry, which a session leaves out and reports as a problem, is an error here)."""
+    parsed = parse_config(config.data, config.path or "mcp.json", config.base_dir, worker_variables(paths.as_dict()))
+    if parsed.broken:
+        raise parsed.broken[0].error
+
+
 def parse_servers(
     data: dict[str, Any], source: str, base_dir: str | None, variables: Mapping[str, str] | None = None
 ) -> tuple[ServerSpec, ...]:
@@ -171,9 +183,7 @@ def _server(
     startup = optional_number(
         entry, "startup_timeout", DEFAULT_STARTUP_TIMEOUT_S, file=source, at=at, minimum=0.1, maximum=MAX_TIMEOUT_S
     )
-    required = entry.get("required", False)
-    if not isinstance(required, bool):
-        raise McpConfigError(f"{where}.required must be true or false, got {required!r}")
+    required = optional_bool(entry, "required", False, file=source, at=at)
     env_entries = optional_object(entry, "env", {}, file=source, at=at)
     env = tuple(_env(key, value, f"{where}.env.{key}", base_dir, variables) for key, value in env_entries.items())
     # Of the entry as written and of what its variables expanded to: a changed HOME is another server.

@@ -25,7 +25,7 @@ from . import cache
 from .__about__ import __version__
 from .errors import McpConfigError, ServerFailure
 from .naming import exposed_name
-from .settings import ServerSpec, parse_config, worker_variables
+from .settings import ServerSpec, check_config, parse_config, worker_variables
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -261,6 +261,9 @@ def _parameters(spec: ServerSpec, tool: dict[str, Any]) -> dict[str, Any]:
 
 
 worker = McpWorker()
+# Not at each request: tools_list reads mcp.json at every request and says what is broken in problems.
+if hasattr(worker, "config_check"):  # an older i-protocol has no config checks
+    worker.config_check(at_request=False)(check_config)
 
 
 @worker.hook("tools_list")

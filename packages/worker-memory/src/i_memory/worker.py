@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from i_protocol import Request, Worker
+from i_protocol import Paths, Request, Worker, WorkerConfig
 
 from . import tools
 from .__about__ import __version__
@@ -24,6 +24,15 @@ def settings_for(request: Request) -> MemorySettings:
     """The module settings from ``--config FILE`` or ``config_dir/memory.json`` (defaults when absent)."""
     config = request.config()
     return parse_settings(config.data, config.path or "memory.json")
+
+
+def check_config(config: WorkerConfig, paths: Paths) -> None:
+    """The config check (``i-memory --check-config``, each first request): memory.json's fields."""
+    parse_settings(config.data, config.path or "memory.json")
+
+
+if hasattr(worker, "config_check"):  # an older i-protocol has none: the config is read at its first use
+    worker.config_check()(check_config)
 
 
 def store_for(request: Request, settings: MemorySettings) -> MemoryStore:

@@ -12,10 +12,10 @@ import orjson
 
 from .address import AddressPolicy, normalize_host, resolve_checked
 from .body import content_codings, read_body
-from .config import ResultMapping, SearchSettings
 from .errors import WebError
 from .fetch import FetchLimits, checked_url
 from .schemas import DEFAULT_SEARCH_COUNT, MAX_OUTPUT_CHARS, MAX_SEARCH_COUNT
+from .settings import ResultMapping, SearchSettings
 
 MAX_QUERY_CHARS = 2000
 _TAGS = re.compile(r"<[^>]{0,200}>")

@@ -5,17 +5,26 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from i_protocol import Request, Worker
+from i_protocol import Paths, Request, Worker, WorkerConfig
 
 from .__about__ import __version__
-from .config import WebSettings, load_settings
 from .errors import WebError
+from .settings import WebSettings, load_settings
 
 worker = Worker("web", __version__, dist_name="i-worker-web")
 
 
 def _settings(request: Request) -> WebSettings:
     return load_settings(request.config(), __version__)
+
+
+def check_config(config: WorkerConfig, paths: Paths) -> None:
+    """The config check (``i-web --check-config``, each first request): web.json's fields."""
+    load_settings(config, __version__)
+
+
+if hasattr(worker, "config_check"):  # an older i-protocol has none: the config is read at its first use
+    worker.config_check()(check_config)
 
 
 @worker.tool("web_fetch")

@@ -26,8 +26,8 @@ from typing import Any
 import orjson
 
 from i_protocol import Request, Worker, WorkerError
-from i_protocol.errors import FileTooLarge
-from i_protocol.files import read_bytes
+from i_protocol.errors import FileError, FileTooLarge
+from i_protocol.files import read_bytes, read_text
 
 from ..__about__ import __version__
 
@@ -68,11 +68,14 @@ def read_queue(path: Path) -> list[dict[str, str]]:
 def read_acks(path: Path) -> set[str]:
     """The acknowledged ids (``PATH.ack``, one a line)."""
     try:
-        return {line.strip() for line in ack_path(path).read_text("utf-8").splitlines() if line.strip()}
+        text = read_text(ack_path(path), MAX_QUEUE_BYTES, what="the steering acknowledgements")
     except FileNotFoundError:
         return set()
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise WorkerError(f"{ack_path(path)}: cannot read the steering acknowledgements: {exc}") from None
+    except FileError as exc:
+        raise WorkerError(str(exc)) from None
+    return {line.strip() for line in text.splitlines() if line.strip()}
 
 
 def ack_path(path: Path) -> Path:

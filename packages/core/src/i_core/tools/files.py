@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from i_protocol import atomic_write_bytes
+from i_protocol.atomic import remove_stale_temporaries
 
 from ..errors import ToolError
-from ..jsonfile import remove_stale_temporaries
 from .arguments import Arguments
 from .contract import Prepared, Snapshot, ToolContext, ToolResult
 from .images import image_mime

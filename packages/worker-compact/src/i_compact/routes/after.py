@@ -6,6 +6,7 @@ from typing import Any
 
 from i_protocol import Request, WorkerError
 from i_protocol.history import utf8_len
+from i_protocol.jsonsafe import replace_surrogates as scrub
 
 from .. import diagnostics as diag
 from ..allowance import LOCAL_FLOOR, PREVIOUS_SUMMARY_MAX, record_room
@@ -14,7 +15,6 @@ from ..normalize import canonical, normalize_summary
 from ..redact import redact
 from ..state import CompactState
 from ..state_record import record_text, strip_records
-from ..textsafe import scrub
 
 _RECORD_SLOT = "\x00i-compact-state-record\x00"
 

@@ -7,9 +7,9 @@ from typing import Any
 from i_protocol import Request
 
 from .. import diagnostics as diag
-from ..config import image_mode
 from ..errors import CompactError
 from ..failure import fail, load_config
+from ..settings import image_mode
 from ..state import CompactState
 
 

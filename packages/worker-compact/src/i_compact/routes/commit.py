@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from i_protocol import Request
+from i_protocol.jsonsafe import replace_surrogates as scrub
 
 from .. import diagnostics as diag
 from ..failure import count
 from ..state import CompactState
-from ..textsafe import scrub
 
 _SUMMARY_FIELDS = ("summaryNormalization", "summaryChars", "estimatedInputTokensAfter", "round", "ledgerCheck")
 

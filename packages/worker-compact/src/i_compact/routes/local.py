@@ -6,10 +6,10 @@ from typing import Any
 
 from .. import diagnostics as diag
 from ..allowance import local_bounds, planned_prefix, statement_room
-from ..config import CompactConfig
 from ..failure import count
 from ..history import approx_size
 from ..normalize import canonical
+from ..settings import CompactConfig
 from ..state import CompactState
 from ..state_record import record_text
 

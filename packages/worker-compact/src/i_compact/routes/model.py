@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from i_protocol import Request, WorkerError
+from i_protocol.jsonsafe import map_strings, replace_surrogates
 
 from .. import diagnostics as diag
 from ..allowance import LOCAL_MIN_CHARS, MODEL_RECORD_MAX, local_bounds
-from ..config import CompactConfig, check_prompt
 from ..failure import count, fail
 from ..ledger import Ledger, Statement
+from ..settings import CompactConfig, check_prompt
 from ..state import CompactState
-from ..textsafe import scrub_value
 
 DESCRIBE_NOTE = (
     "\n\nThe last {count} image(s) of the compacted messages are attached in transcript order "
@@ -41,13 +41,13 @@ def model_route(
         state.sections, ledger.statement = _sections(messages, state, config)
         if ledger.statement is not None:  # the task statement rides on top of the record's bound
             state.ledger = _record(ledger, limit)
-    summary_images = scrub_value(prepared.summary_images)
+    summary_images = map_strings(prepared.summary_images, replace_surrogates)
     prompt = _with_image_note(base_prompt, summary_images, state, request)
     state.prompt_source = source
     state.transcript = prepared.stats
     if config.cache and _cached(out, state, request, prompt, prepared, summary_images):
         return out
-    retained_images = scrub_value(prepared.retained_images)
+    retained_images = map_strings(prepared.retained_images, replace_surrogates)
     from i_protocol.summary import read_overhead
 
     from .chunked import chunk_route, chunked
@@ -110,7 +110,7 @@ def _cached(
     state.last_attempt = diag.attempt(diag.PREPARED, "summary_cache_hit", cut=out.get("cut"))
     out["state"] = state.to_json()
     if prepared.retained_images:
-        out["retained_images"] = scrub_value(prepared.retained_images)
+        out["retained_images"] = map_strings(prepared.retained_images, replace_surrogates)
     return True
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from i_protocol import Request
 from i_protocol.budget import BudgetVerdict
+from i_protocol.jsonsafe import replace_surrogates as scrub
 
 from .. import diagnostics as diag
 from ..allowance import (
@@ -17,13 +18,12 @@ from ..allowance import (
     sections_max_bytes,
     summary_max_tokens,
 )
-from ..config import CompactConfig, image_mode
 from ..errors import CompactError
 from ..failure import count, fail, load_config
 from ..history import approx_size, latest_summary
 from ..normalize import normalize_summary
+from ..settings import CompactConfig, image_mode
 from ..state import STATE_SCHEMA, CompactState
-from ..textsafe import scrub
 
 SUMMARY_NOT_FINISHED = "summary_not_finished"
 """``previous_attempt.reason``: the model summary of the previous plan did not finish normally."""

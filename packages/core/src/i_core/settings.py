@@ -20,6 +20,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from i_protocol.errors import SettingsError
+from i_protocol.settings import (
+    field_error,
+    optional_bool,
+    optional_choice,
+    optional_int,
+    optional_number,
+    optional_object,
+    reject_unknown,
+    require_str,
+)
+
 from .archive import DEFAULT_MAX_BYTES as DEFAULT_ARCHIVE_MAX_BYTES
 from .errors import ConfigError, blocking_file
 from .jsonfile import read_json_object
@@ -147,32 +159,21 @@ def _refuse_credentials(raw: dict[str, Any], source: str) -> None:
                     )
 
 
-def _int(raw: dict[str, Any], key: str, where: str, low: int, high: int, default: int | None) -> int:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{where}: {key} must be an integer, got {value!r}")
-    if not low <= value <= high:
-        raise ConfigError(f"{where}: {key} must be between {low} and {high}, got {value}")
-    return value
-
-
-def _budget(raw: object, where: str) -> dict[str, Any]:
+def _budget(raw: dict[str, Any], where: str) -> dict[str, Any]:
     """The ``budget`` object as given (absent: ``{}``). Its fields, their ranges and defaults
     (``context_window`` is required; ``output_reserve`` defaults to max_tokens) are the budget
     worker's to validate: the core checks only that it is an object and passes it through."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: budget must be an object, got {type(raw).__name__}")
-    mode = raw.get("exact_count", "off")
-    if mode not in ("off", "tokenize"):  # the core's own field: it asks the server, not the worker
-        raise ConfigError(f'{where}: budget.exact_count must be "off" or "tokenize", got {mode!r}')
-    return dict(raw)
+    budget = optional_object(raw, "budget", {}, file=where)
+    # The core's own field: it asks the server, not the worker.
+    optional_choice(budget, "exact_count", ("off", "tokenize"), "off", file=where, at="budget")
+    return dict(budget)
 
 
 def _env_name(value: object, where: str, source: str) -> str | None:
     if value is not None and (not isinstance(value, str) or not _ENV_NAME.fullmatch(value)):
-        raise ConfigError(f"{source}: {where} must be the NAME of an environment variable, got {value!r}")
+        if isinstance(value, str):  # never echoed: a wrong value here may be the key itself
+            raise field_error(where, "the NAME of an environment variable", file=source)
+        raise field_error(where, "the NAME of an environment variable", file=source, got=value)
     return value
 
 
@@ -185,12 +186,8 @@ def _provider(raw: object, source: str) -> Exec | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: provider must be an object with exec, optional cwd and api_key_env")
-    unknown = sorted(set(raw) - set(_PROVIDER_FIELDS))
-    if unknown:
-        raise ConfigError(
-            f"{source}: provider has unknown field(s): {', '.join(unknown)}; known: exec, cwd, api_key_env"
-        )
+        raise field_error("provider", "an object with exec, optional cwd and api_key_env", file=source, got=raw)
+    reject_unknown(raw, _PROVIDER_FIELDS, file=source, at="provider")
     key_env = _env_name(raw.get("api_key_env"), "provider.api_key_env", source)
     spec = parse_exec(raw, Path(source).absolute().parent, f"{source}: provider")
     return replace(spec, env=(key_env,)) if key_env else spec
@@ -198,73 +195,62 @@ def _provider(raw: object, source: str) -> Exec | None:
 
 def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiConfig:
     """Validate a config.json object; every problem is a ConfigError naming the field."""
-    _refuse_credentials(raw, source)
-    unknown = sorted(set(raw) - _TOP_FIELDS)
-    if unknown:
-        raise ConfigError(f"{source}: unknown field(s): {', '.join(unknown)}")
+    try:
+        return _parse(raw, source)
+    except SettingsError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _parse(raw: dict[str, Any], file: str) -> ApiConfig:
+    _refuse_credentials(raw, file)
+    reject_unknown(raw, _TOP_FIELDS, file=file)
     protocol = raw.get("protocol", "openai")
     if not isinstance(protocol, str) or not protocol.strip():
-        raise ConfigError(
-            f"{source}: protocol must be one of {', '.join(PROTOCOLS)} (or, with a provider worker, "
-            f"any non-empty string), got {protocol!r}"
-        )
+        expected = f"one of {', '.join(PROTOCOLS)} (or, with a provider worker, any non-empty string)"
+        raise field_error("protocol", expected, file=file, got=protocol)
     base_url = raw.get("base_url")
     parts = urlsplit(base_url) if isinstance(base_url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(
-            f"{source}: base_url must be an http(s) URL such as http://127.0.0.1:8080/v1, got {base_url!r}"
-        )
+        raise field_error("base_url", "an http(s) URL such as http://127.0.0.1:8080/v1", file=file, got=base_url)
     if parts.username or parts.password:
-        raise ConfigError(f"{source}: base_url must not contain credentials: {_NO_CREDENTIALS}")
-    model = raw.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise ConfigError(f"{source}: model must be a non-empty string")
-    api_key_env = _env_name(raw.get("api_key_env"), "api_key_env", source)
-    max_tokens = _int(raw, "max_tokens", source, 1, 10_000_000, 4096)
-    use_max_tokens = raw.get("use_max_tokens", False)
-    if not isinstance(use_max_tokens, bool):
-        raise ConfigError(f"{source}: use_max_tokens must be true or false")
-    io_limit = _int(raw, "io_limit_bytes", source, 1024, 64 * 1024 * 1024, 1024 * 1024)
-    archive_max_bytes = _int(raw, "archive_max_bytes", source, 1024, 1 << 40, DEFAULT_ARCHIVE_MAX_BYTES)
-    extra_body = raw.get("extra_body", {})
-    if not isinstance(extra_body, dict):
-        raise ConfigError(f"{source}: extra_body must be an object")
+        raise ConfigError(f"{file}: base_url must not contain credentials: {_NO_CREDENTIALS}")
+    model = require_str(raw, "model", file=file)
+    if not model.strip():
+        raise field_error("model", "a non-empty string", file=file)
+    extra_body = optional_object(raw, "extra_body", {}, file=file)
     reserved = sorted(set(extra_body) & RESERVED_FIELDS)
     if reserved:
-        raise ConfigError(f"{source}: extra_body may not override reserved field(s): {', '.join(reserved)}")
-    stream = raw.get("stream", True)
-    if not isinstance(stream, bool):
-        raise ConfigError(f"{source}: stream must be true or false")
-    timeout = raw.get("timeout", 600)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 3600:
-        raise ConfigError(f"{source}: timeout must be a number of seconds between 1 and 3600")
-    retries = _int(raw, "retries", source, 0, 10, 3)
-    omit_fields = _omit_fields(raw.get("omit_fields", []), source)
+        raise ConfigError(f"{file}: extra_body may not override reserved field(s): {', '.join(reserved)}")
     assert isinstance(base_url, str)  # checked above, with the scheme and host
     return ApiConfig(
         protocol=protocol,
         base_url=base_url.rstrip("/"),
         model=model,
-        api_key_env=api_key_env,
-        max_tokens=max_tokens,
-        use_max_tokens=use_max_tokens,
-        io_limit_bytes=io_limit,
-        budget=_budget(raw.get("budget"), source),
+        api_key_env=_env_name(raw.get("api_key_env"), "api_key_env", file),
+        max_tokens=optional_int(raw, "max_tokens", 4096, file=file, minimum=1, maximum=10_000_000),
+        use_max_tokens=optional_bool(raw, "use_max_tokens", False, file=file),
+        io_limit_bytes=optional_int(
+            raw, "io_limit_bytes", 1024 * 1024, file=file, minimum=1024, maximum=64 * 1024 * 1024
+        ),
+        budget=_budget(raw, file),
         extra_body=extra_body,
-        stream=stream,
-        timeout=float(timeout),
-        retries=retries,
-        source=source,
-        archive_max_bytes=archive_max_bytes,
-        provider=_provider(raw.get("provider"), source),
-        omit_fields=omit_fields,
+        stream=optional_bool(raw, "stream", True, file=file),
+        timeout=optional_number(raw, "timeout", 600.0, file=file, minimum=1, maximum=3600),
+        retries=optional_int(raw, "retries", 3, file=file, minimum=0, maximum=10),
+        source=file,
+        archive_max_bytes=optional_int(
+            raw, "archive_max_bytes", DEFAULT_ARCHIVE_MAX_BYTES, file=file, minimum=1024, maximum=1 << 40
+        ),
+        provider=_provider(raw.get("provider"), file),
+        omit_fields=_omit_fields(raw, file),
     )
 
 
-def _omit_fields(value: Any, source: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or any(field not in OMITTABLE for field in value):
-        raise ConfigError(
-            f"{source}: omit_fields must be a list of request fields to leave out, of: {', '.join(OMITTABLE)}"
+def _omit_fields(raw: dict[str, Any], file: str) -> tuple[str, ...]:
+    value = raw.get("omit_fields", [])
+    if not isinstance(value, list) or any(name not in OMITTABLE for name in value):
+        raise field_error(
+            "omit_fields", f"a list of request fields to leave out, of: {', '.join(OMITTABLE)}", file=file
         )
     return tuple(dict.fromkeys(value))
 

@@ -6,11 +6,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from i_protocol import WorkerError
-from i_protocol.errors import FileDecodeError, FileTooLarge
+from i_protocol.errors import FileDecodeError, FileTooLarge, SettingsError
 from i_protocol.files import read_text
+from i_protocol.settings import (
+    field_error,
+    optional_bool,
+    optional_choice,
+    optional_int,
+    optional_str,
+    reject_unknown,
+)
 
 if TYPE_CHECKING:
-    from i_protocol import WorkerConfig
+    from i_protocol import Paths, WorkerConfig
 
 KEEP_RECENT_MIN = 1
 KEEP_RECENT_MAX = 10000
@@ -53,63 +61,45 @@ class CompactConfig:
 
 
 def parse_config(config: WorkerConfig) -> CompactConfig:
-    """Validate a loaded ``compact.json`` (all fields optional) into a :class:`CompactConfig`."""
+    """Validate a loaded ``compact.json`` (all fields optional) into a :class:`CompactConfig`; every
+    problem is a ``SettingsError`` (kind ``config``) naming the file and the field."""
     data: dict[str, Any] = config.data
-    where = config.path or "compact.json"
-    unknown = sorted(set(data) - set(KNOWN_FIELDS))
-    if unknown:
-        raise WorkerError(f"{where}: unknown field(s) {', '.join(unknown)}; known fields: {', '.join(KNOWN_FIELDS)}")
-    enabled = data.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise WorkerError(f"{where}: enabled must be true or false, got {enabled!r}")
-    keep_recent = data.get("keep_recent", 4)
-    if (
-        not isinstance(keep_recent, int)
-        or isinstance(keep_recent, bool)
-        or not KEEP_RECENT_MIN <= keep_recent <= KEEP_RECENT_MAX
-    ):
-        raise WorkerError(
-            f"{where}: keep_recent must be an integer in {KEEP_RECENT_MIN}..{KEEP_RECENT_MAX}, got {keep_recent!r}"
-        )
-    images = data.get("images")
-    if images is not None and images not in IMAGE_MODES:
-        raise WorkerError(f"{where}: images must be one of {', '.join(IMAGE_MODES)}, got {images!r}")
-    mode = data.get("mode", "model")
-    if mode not in MODES:
-        raise WorkerError(f"{where}: mode must be one of {', '.join(MODES)}, got {mode!r}")
-    local_max = data.get("local_max_chars", 8000)
+    file = config.path or "compact.json"
+    reject_unknown(data, KNOWN_FIELDS, file=file)
     low, high = LOCAL_MAX_CHARS_RANGE
-    if not isinstance(local_max, int) or isinstance(local_max, bool) or not low <= local_max <= high:
-        raise WorkerError(f"{where}: local_max_chars must be an integer in {low}..{high}, got {local_max!r}")
-    cache = data.get("cache", True)
-    if not isinstance(cache, bool):
-        raise WorkerError(f"{where}: cache must be true or false, got {cache!r}")
-    unfinished = data.get("on_unfinished_summary", "local")
-    if unfinished not in UNFINISHED_SUMMARY:
-        raise WorkerError(
-            f"{where}: on_unfinished_summary must be one of {', '.join(UNFINISHED_SUMMARY)}, got {unfinished!r}"
-        )
-    model_sections = data.get("model_sections", True)
-    if not isinstance(model_sections, bool):
-        raise WorkerError(f"{where}: model_sections must be true or false, got {model_sections!r}")
-    prompt = data.get("prompt")
-    prompt_path = None
-    if prompt is not None:
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise WorkerError(f"{where}: prompt must be a non-empty file path, got {prompt!r}")
-        prompt_path = config.resolve(prompt)
+    prompt = optional_str(data, "prompt", None, file=file)
+    if prompt is not None and not prompt.strip():
+        raise field_error("prompt", "a non-empty file path", file=file)
+    defaults = CompactConfig()
     return CompactConfig(
-        enabled=enabled,
-        keep_recent=keep_recent,
-        images=images,
-        prompt_path=prompt_path,
-        mode=mode,
-        local_max_chars=local_max,
-        cache=cache,
-        on_unfinished_summary=unfinished,
-        model_sections=model_sections,
+        enabled=optional_bool(data, "enabled", defaults.enabled, file=file),
+        keep_recent=optional_int(
+            data, "keep_recent", defaults.keep_recent, file=file, minimum=KEEP_RECENT_MIN, maximum=KEEP_RECENT_MAX
+        ),
+        images=optional_choice(data, "images", IMAGE_MODES, None, file=file),
+        prompt_path=None if prompt is None else config.resolve(prompt),
+        mode=optional_choice(data, "mode", MODES, defaults.mode, file=file),
+        local_max_chars=optional_int(
+            data, "local_max_chars", defaults.local_max_chars, file=file, minimum=low, maximum=high
+        ),
+        cache=optional_bool(data, "cache", defaults.cache, file=file),
+        on_unfinished_summary=optional_choice(
+            data, "on_unfinished_summary", UNFINISHED_SUMMARY, defaults.on_unfinished_summary, file=file
+        ),
+        model_sections=optional_bool(data, "model_sections", defaults.model_sections, file=file),
         source=config.path or "defaults",
     )
+
+
+def check_config(config: WorkerConfig, paths: Paths) -> None:
+    """The worker's config check (``i-compact --check-config`` and each first request): compact.json's
+    fields, and the prompt file it names."""
+    parsed = parse_config(config)
+    if parsed.prompt_path is not None:
+        try:
+            read_prompt_file(parsed.prompt_path)
+        except WorkerError as exc:
+            raise SettingsError(str(exc)) from None
 
 
 def read_prompt_file(path: str) -> str:
