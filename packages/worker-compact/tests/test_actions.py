@@ -9,11 +9,9 @@ from builders import assistant, summary, tool, user
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from i_compact import actions
 from i_compact.actions import _EXT, analyse, names, render, user_kinds
 from i_compact.ledger import Statement
 from i_compact.local_summary import local_summary
-from i_compact.request_memory import forget
 from i_compact.state_record import parse_record
 from i_compact.transcript import analyse as analyse_transcript
 
@@ -199,32 +197,3 @@ def test_names_of_code_and_prose() -> None:
     assert {"UrlParser.split_host", "src/urls.py", "https://x.io/a?b=1", "fix_host", "#123", "HAT202"} <= set(
         names(text)
     )
-
-
-def _run_names(token: str) -> tuple[str, ...]:
-    """The names of one run by the whole pattern, as ``names`` found them run by run before runs
-    were scanned together by what they hold."""
-    if actions._plain(token.strip(".,:;!?*&|=+")):
-        return ()
-    held = (name.rstrip(".,:;") for name in actions._NAME.findall(token))
-    return tuple(dict.fromkeys(name for name in held if len(name) >= 4 and not name.startswith("//")))
-
-
-_PIECES = [
-    *("http", "s://", "A", "Zq", "b", "x1", "7", "2024", "-05-20", "_", ".", "/", "#", "-", ".py", "é", ":", "="),
-    *("X7BYG1", "2024-05-20", "src/a.py", "fooBar", "a.b_c", "#12", "https://x.io/a", "Word"),
-]
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8).map("".join), max_size=12))
-def test_runs_scanned_together_hold_what_each_holds_alone(runs: list[str]) -> None:
-    text = " ".join(runs)
-    tokens = list(dict.fromkeys(actions._TOKEN.findall(text)))
-    try:
-        names(text)
-        assert {token: actions._TOKEN_NAMES[token] for token in tokens} == {
-            token: _run_names(token) for token in tokens
-        }
-    finally:
-        forget()

@@ -31,11 +31,9 @@ Everything quoted is untrusted data and passes the secret table's masking.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
-from operator import add
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -85,37 +83,21 @@ _EXT = (
     "py|pyi|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|rst|txt|toml|cfg|ini|yaml|yml|sh|c|h|cc|cpp|hpp|rs|go|java|kt|rb|"
     "php|html|css|scss|lock|log|diff|patch|sql|xml|csv|ex|exs|heex|svelte|vue|zig|lua"
 )
-_URL = r"https?://[^\s\"'`<>()\[\]{}]+"
-_KINDS_OF_NAME: tuple[tuple[str, str], ...] = (
-    # (what every name of the kind holds, the kind's pattern), in the order the pattern tries them
-    ("/", r"(?<![/.-])(?:[\w.-]*\w/)+[\w.-]*\w"),  # paths
-    (".", rf"(?<![/.-])[\w-]+(?:\.[\w-]+)*\.(?:{_EXT})(?![\w-])"),  # file names
-    (".", r"(?<![./-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?!\w)"),  # dotted names
-    ("_", r"_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*(?!\w)"),  # snake_case
-    ("A", r"(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][A-Za-z0-9]*)+)(?!\w)"),  # CamelCase
-    ("#", r"(?<!#)#\d{2,}(?!\w)"),  # issue ids
-    ("A", r"(?<!-)(?=[A-Z0-9]*[A-Z])(?=[A-Z0-9]*\d)[A-Z0-9]{5,}(?![\w-])"),  # codes: HAT202, X7BYG1
-    ("-", r"(?<!-)\d{4}-\d{2}-\d{2}(?![\w-])"),  # dates
+_NAME = re.compile(
+    r"https?://[^\s\"'`<>()\[\]{}]+"
+    # Every other kind starts after a non-word character: said once, before the alternatives, so
+    # a place inside a word fails at once instead of once per kind (1.4x on real output).
+    r"|(?<!\w)(?:"
+    r"(?<![/.-])(?:[\w.-]*\w/)+[\w.-]*\w"  # paths
+    rf"|(?<![/.-])[\w-]+(?:\.[\w-]+)*\.(?:{_EXT})(?![\w-])"  # file names
+    r"|(?<![./-])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?!\w)"  # dotted names
+    r"|_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*(?!\w)"  # snake_case
+    r"|(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][A-Za-z0-9]*)+)(?!\w)"  # CamelCase
+    r"|(?<!#)#\d{2,}(?!\w)"  # issue ids
+    r"|(?<!-)(?=[A-Z0-9]*[A-Z])(?=[A-Z0-9]*\d)[A-Z0-9]{5,}(?![\w-])"  # codes: HAT202, X7BYG1
+    r"|(?<!-)\d{4}-\d{2}-\d{2}(?![\w-])"  # dates
+    r")"
 )
-"""The kinds of name; ``A``: an upper-case letter A-Z."""
-_MARKS = ("http", "/", ".", "_", "A", "#", "-")
-"""What a run is looked at for (:func:`_marks`): a kind whose mark a run lacks cannot match in it."""
-
-
-def _name_pattern(marks: int) -> re.Pattern[str]:
-    """The name pattern of the kinds a run with ``marks`` (bits of :data:`_MARKS`) can hold.
-
-    Every other kind starts after a non-word character: said once, before the alternatives, so a
-    place inside a word fails at once instead of once per kind (1.4x on real output). A kind a run
-    cannot hold fails at every place of it, so leaving it out changes nothing that is found.
-    """
-    held = [pattern for mark, pattern in _KINDS_OF_NAME if marks >> _MARKS.index(mark) & 1]
-    url = [_URL] if marks & 1 else []
-    return re.compile("|".join([*url, *([f"(?<!\\w)(?:{'|'.join(held)})"] if held else [])]) or "(?!)")
-
-
-_NAME = _name_pattern((1 << len(_MARKS)) - 1)
-"""Every kind of name."""
 _ERROR_NAME = re.compile(r"[A-Z]\w*(?:Error|Exception|Warning)$")
 _OPEN = "<user_request"
 _CLOSE = "</user_request>"
@@ -141,61 +123,17 @@ def names(text: str) -> list[str]:
     tokens = list(dict.fromkeys(_TOKEN.findall(text)))
     held = list(map(_TOKEN_NAMES.get, tokens))  # C loops: most runs of a history repeat
     if None in held:
-        _learn([token for token, names_of in zip(tokens, held, strict=True) if names_of is None])
-        held = list(map(_TOKEN_NAMES.get, tokens))
+        for position, names_of in enumerate(held):
+            if names_of is None:
+                held[position] = _TOKEN_NAMES[tokens[position]] = _token_names(tokens[position])
     return list(dict.fromkeys(chain.from_iterable(held)))  # type: ignore[arg-type]
 
 
-def _learn(tokens: list[str]) -> None:
-    """Remember the names each of ``tokens`` holds.
-
-    Runs are scanned by what they hold (:func:`_marks`): those with the same marks together, by
-    the pattern of the kinds they can hold (about half the pattern's work on real output), joined
-    by newlines: no kind of name holds one, and the pattern's boundaries (look-behinds and
-    look-aheads for word characters, ``/ . - #``) see a newline exactly as they see a run's start
-    or end, so each run gets what a scan of it alone by the whole pattern would give.
-    """
-    store = _TOKEN_NAMES
-    store.update(dict.fromkeys(tokens, ()))
-    by_marks: dict[int, list[str]] = {}
-    for token in tokens:
-        if not _plain(token.strip(".,:;!?*&|=+")):
-            marks = _marks(token)
-            if marks:
-                by_marks.setdefault(marks, []).append(token)
-    for marks, runs in by_marks.items():
-        starts = list(accumulate(map(add, map(len, runs), repeat(1)), initial=0))  # run i: joined[starts[i]:]
-        found: dict[int, list[str]] = {}
-        for match in _names_of(marks).finditer("\n".join(runs)):
-            name = match.group().rstrip(".,:;")
-            if len(name) >= 4 and not name.startswith("//"):
-                found.setdefault(bisect_right(starts, match.start()) - 1, []).append(name)
-        for position, held in found.items():
-            store[runs[position]] = tuple(dict.fromkeys(held))
-
-
-def _marks(token: str) -> int:
-    """The bits of :data:`_MARKS` that ``token`` holds (``A``: any cased character but lower-case)."""
-    return (
-        ("http" in token)
-        | ("/" in token) << 1
-        | ("." in token) << 2
-        | ("_" in token) << 3
-        | (not token.islower()) << 4
-        | ("#" in token) << 5
-        | ("-" in token) << 6
-    )
-
-
-_PATTERNS: dict[int, re.Pattern[str]] = {}
-"""The name pattern for each set of marks, compiled when first needed (a pattern, not request data)."""
-
-
-def _names_of(marks: int) -> re.Pattern[str]:
-    pattern = _PATTERNS.get(marks)
-    if pattern is None:
-        pattern = _PATTERNS[marks] = _name_pattern(marks)
-    return pattern
+def _token_names(token: str) -> tuple[str, ...]:
+    if _plain(token.strip(".,:;!?*&|=+")):
+        return ()
+    held = (name.rstrip(".,:;") for name in _NAME.findall(token))
+    return tuple(dict.fromkeys(name for name in held if len(name) >= 4 and not name.startswith("//")))
 
 
 def _plain(token: str) -> bool:

@@ -16,6 +16,21 @@ _TAG = re.compile(r"<\s*(/\s*)?continuation_summary\b[^<>\n]*>", re.I)
 _FRAGMENT = re.compile(r"<\s*/?\s*continuation_summary\b[^<>\n]*>?|(?<![\w<])/?continuation_summary\s*>", re.I)
 _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*$", re.M)
 _BLANKS = re.compile(r"\n{3,}")
+_TAG_NAME = "continuation_summary"
+_CASE_BLIND = (("\u017f", "s"), ("\u0131", "i"), ("\u0307", ""))
+"""What a case-blind pattern also takes for ``s`` and ``i`` (long s, dotless i, and the dot that
+``"İ".lower()`` leaves after its ``i``)."""
+
+
+def may_name_tag(text: str) -> bool:
+    """Whether a case-blind pattern could find the tag's name in ``text``; False means no tag or
+    fragment of one is there (a C scan instead of :data:`_FRAGMENT` tried at every place)."""
+    lower = text.lower()
+    for odd, plain in _CASE_BLIND:
+        if odd in lower:
+            lower = lower.replace(odd, plain)
+    return _TAG_NAME in lower
+
 
 PLAIN_TEXT = "plain_text"
 WRAPPED_BLOCK = "wrapped_block"
@@ -92,7 +107,7 @@ def canonical(body: str) -> str:
 
 
 def _clean_body(text: str) -> str:
-    text = _FRAGMENT.sub("", text)
+    text = _FRAGMENT.sub("", text) if may_name_tag(text) else text
     text = _strip_outer_fence(text.strip())
     return _fold_blanks(text).strip()
 
