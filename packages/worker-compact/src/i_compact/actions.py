@@ -46,7 +46,7 @@ from .redact import gate_free, redact
 from .request_memory import per_request
 from .state_record import fit_statement, parse_record, record_version
 from .state_record import statement_size as statement_size_of
-from .textsafe import scrub
+from .textsafe import folded, scrub
 
 STATEMENT_MAX = 12_000
 """UTF-8 bytes of a task statement kept whole; a larger one keeps :data:`STATEMENT_END` of each end."""
@@ -350,13 +350,13 @@ def _observe(action: Action | None, message: dict[str, Any], index: int, known: 
     raw = text_of(message)
     text = _masked(_scanned(raw))
     bits: list[str] = []
-    code = _RETURN_CODE.search(text)
+    code = _RETURN_CODE.search(text) if _may_hold_exit(text) else None
     if code:
         bits.append(f"exit {next(g for g in code.groups() if g is not None)}")
     bits.append(f"{len(raw)} chars")
-    error = _EXCEPTION_LINE.search(text) or _ERROR_LINE.search(text)
-    if error:
-        line = " ".join(error.group(0).split())
+    error = _error_line(text)
+    if error is not None:
+        line = " ".join(error.split())
         bits.append("“" + (line if len(line) <= 200 else line[:200] + "…") + "”")
     bits.append(f"recall {call_id}" if call_id else f"recall [{index + 1}]")
     action.results.append(", ".join(bits))
@@ -368,6 +368,32 @@ def _observe(action: Action | None, message: dict[str, Any], index: int, known: 
     chosen = fresh[:NAMES_PER_RESULT]
     known.update(chosen)
     action.result_names += chosen
+
+
+def _may_hold_exit(text: str) -> bool:
+    """Whether :data:`_RETURN_CODE` (case-blind) could match in ``text``: one of its words is there."""
+    lower = folded(text)
+    return "<returncode>" in lower or "exit code" in lower
+
+
+_EXCEPTION_WORDS = ("Error", "Exception", "Warning")
+_ERROR_WORDS = ("Error", "Exception", "Traceback", "FAILED", "error:", "fatal:")
+
+
+def _error_line(text: str) -> str | None:
+    """What ``(_EXCEPTION_LINE.search(text) or _ERROR_LINE.search(text)).group(0)`` is: the first
+    line naming an exception, else the first line holding an error word (the line of the first
+    place of one: ``.`` never passes a newline), found by C scans for the words."""
+    if any(word in text for word in _EXCEPTION_WORDS):
+        found = _EXCEPTION_LINE.search(text)
+        if found is not None:
+            return found.group(0)
+    places = [place for word in _ERROR_WORDS if (place := text.find(word)) >= 0]
+    if not places:
+        return None
+    first = min(places)
+    end = text.find("\n", first)
+    return text[text.rfind("\n", 0, first) + 1 : end if end >= 0 else len(text)]
 
 
 SCAN_HEAD = 16_000

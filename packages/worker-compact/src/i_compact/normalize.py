@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from i_protocol.summary import CONTINUATION_CLOSE, CONTINUATION_OPEN
 
-from .textsafe import scrub
+from .textsafe import folded, scrub
 
 _OPEN = re.compile(r"<\s*continuation_summary\b[^<>\n]*>", re.I)
 _CLOSE = re.compile(r"<\s*/\s*continuation_summary\s*>", re.I)
@@ -17,19 +17,12 @@ _FRAGMENT = re.compile(r"<\s*/?\s*continuation_summary\b[^<>\n]*>?|(?<![\w<])/?c
 _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*$", re.M)
 _BLANKS = re.compile(r"\n{3,}")
 _TAG_NAME = "continuation_summary"
-_CASE_BLIND = (("\u017f", "s"), ("\u0131", "i"), ("\u0307", ""))
-"""What a case-blind pattern also takes for ``s`` and ``i`` (long s, dotless i, and the dot that
-``"İ".lower()`` leaves after its ``i``)."""
 
 
 def may_name_tag(text: str) -> bool:
     """Whether a case-blind pattern could find the tag's name in ``text``; False means no tag or
     fragment of one is there (a C scan instead of :data:`_FRAGMENT` tried at every place)."""
-    lower = text.lower()
-    for odd, plain in _CASE_BLIND:
-        if odd in lower:
-            lower = lower.replace(odd, plain)
-    return _TAG_NAME in lower
+    return _TAG_NAME in folded(text)
 
 
 PLAIN_TEXT = "plain_text"
