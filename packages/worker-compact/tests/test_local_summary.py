@@ -202,6 +202,12 @@ _PHRASES = [
     "choose",
     "xdecided",
     "cannot run",
+    "\u0130",
+    "sk\u0131pped the tests",
+    "\u017fkipped the checks",
+    "DEC\u0130DED",
+    "\u212a",
+    "→",
 ]
 
 

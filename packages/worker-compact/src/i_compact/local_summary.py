@@ -89,6 +89,7 @@ _STARTS = {
     _UNRUN: ("not ", "haven", "skipp", "still need to ", "todo"),
 }
 """How every match of each pattern starts (lower-cased): the places worth trying it at."""
+_CASE_ODD = ("\u017f", "\u0131", "\u0130", "\u212a")
 _STATEMENT_WORDS = (*_STARTS[_DECISION], *("not ", "haven", "skipp", "still need", "todo"))
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 SENTENCES_CHARS = 20_000
@@ -365,7 +366,11 @@ def statements(text: str, pattern: re.Pattern[str]) -> list[str]:
     holding one is then searched on its own, so the answer is exactly a search per sentence.
     """
     head = text[:SENTENCES_CHARS]
-    lower = _LOWER.get(pattern) if head.isascii() else None  # ASCII: lower() keeps every offset
+    # lower() keeps every offset, and the lower-cased pattern finds what the case-blind one does,
+    # unless the head holds a character that lower-cases to two or that the case-blind pattern
+    # also takes for an ASCII letter (long s, dotless i, İ, the Kelvin sign).
+    plain = head.isascii() or not any(odd in head for odd in _CASE_ODD)
+    lower = _LOWER.get(pattern) if plain else None
     places = _places(head.lower(), lower, _STARTS[pattern]) if lower else [m.start() for m in pattern.finditer(head)]
     if not places:
         return []
