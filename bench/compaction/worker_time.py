@@ -6,7 +6,10 @@ their messages, those of 100 to 300 KB (JSON). One compaction = ``compact_plan``
 the bench (so the pipe round trips count). The two trees run interleaved, history by history, in
 ``--rounds`` rounds; the first call of each fresh process is reported apart, timed from the spawn
 (start, imports, regex compilation) with no other worker starting beside it; every history is
-then timed again in the warm process. Median and p10-p90 of those.
+then timed again in the warm process. Median and p10-p90 of those. Beside the time seen from the
+bench (wall clock), the worker's own CPU time (``/proc/<pid>/schedstat``, Linux): on a machine
+that others load, wall time measures the load as much as the worker. The load average is printed
+before and after the run.
 
     git archive <old> packages/worker-compact | tar -x -C /tmp/old
     python bench/compaction/worker_time.py --old /tmp/old/packages/worker-compact/src \\
@@ -16,6 +19,7 @@ then timed again in the warm process. Median and p10-p90 of those.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -38,6 +42,15 @@ def histories(every: bool) -> list[tuple[str, list[dict[str, Any]]]]:
             if every or LOW <= size(cut) <= HIGH:
                 chosen.append((f"{name}@{level}", cut))
     return chosen
+
+
+def cpu_ms(worker: Worker) -> float:
+    """The worker process's CPU time so far, in ms (nan where /proc has no schedstat)."""
+    try:
+        with open(f"/proc/{worker.process.process.pid}/schedstat") as stat:
+            return int(stat.read().split()[0]) / 1e6
+    except (OSError, ValueError, IndexError):
+        return float("nan")
 
 
 def compaction(worker: Worker, history: list[dict[str, Any]]) -> float:
@@ -66,7 +79,10 @@ def main() -> int:
     args = parser.parse_args()
     chosen = histories(args.all)
     times: dict[str, list[float]] = {"old": [], "new": []}
+    cpu: dict[str, list[float]] = {"old": [], "new": []}
     first: dict[str, list[float]] = {"old": [], "new": []}
+    first_cpu: dict[str, list[float]] = {"old": [], "new": []}
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         for round_number in range(args.rounds):
             # The first call of a fresh process counts from the spawn, one worker at a time (a
@@ -78,20 +94,35 @@ def main() -> int:
                 workers[label] = Worker(str(Path(tmp, f"{label}{round_number}")), "local", source)
                 compaction(workers[label], chosen[0][1])
                 first[label].append((time.perf_counter() - start) * 1000)
+                first_cpu[label].append(cpu_ms(workers[label]))
             try:
                 for position, (_, history) in enumerate(chosen):
                     for label, worker in workers.items() if position % 2 else reversed(workers.items()):
+                        before = cpu_ms(worker)
                         times[label].append(compaction(worker, history))
+                        cpu[label].append(cpu_ms(worker) - before)
             finally:
                 for worker in workers.values():
                     worker.close()
     sizes = sorted(size(h) // 1000 for _, h in chosen)
     print(f"{len(chosen)} histories of {sizes[0]}-{sizes[-1]} KB, {args.rounds} rounds, interleaved")
-    print("| worker | per compaction, median (p10-p90) | spawn + first call of a fresh process, median |")
-    print("|---|---|---|")
+    print(f"load average before {load[0]:.2f}, after {os.getloadavg()[0]:.2f} (1 min; {os.cpu_count()} CPUs)")
+    print(
+        "| worker | per compaction, wall, median (p10-p90) | worker CPU, median (p10-p90) "
+        "| spawn + first call, wall, median | worker CPU to the end of the first call, median |"
+    )
+    print("|---|---|---|---|---|")
     for label in ("old", "new"):
-        print(f"| {label} | {spread(times[label])} | {statistics.median(first[label]):.0f} ms |")
-    print(f"\nnew / old, medians: {statistics.median(times['new']) / statistics.median(times['old']):.2f}")
+        print(
+            f"| {label} | {spread(times[label])} | {spread(cpu[label])} | {statistics.median(first[label]):.0f} ms "
+            f"| {statistics.median(first_cpu[label]):.0f} ms |"
+        )
+    print(
+        f"\nnew / old, medians: wall {statistics.median(times['new']) / statistics.median(times['old']):.2f}, "
+        f"CPU {statistics.median(cpu['new']) / statistics.median(cpu['old']):.2f}, "
+        f"first call wall {statistics.median(first['new']) / statistics.median(first['old']):.2f}, "
+        f"first call CPU {statistics.median(first_cpu['new']) / statistics.median(first_cpu['old']):.2f}"
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ from builders import assistant, summary, tool, user
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from i_compact import actions
 from i_compact.actions import _EXT, analyse, names, render, user_kinds
 from i_compact.ledger import Statement
 from i_compact.local_summary import local_summary
@@ -197,3 +198,18 @@ def test_names_of_code_and_prose() -> None:
     assert {"UrlParser.split_host", "src/urls.py", "https://x.io/a?b=1", "fix_host", "#123", "HAT202"} <= set(
         names(text)
     )
+
+
+_OUTPUT_PARTS = ["Error", "KeyError: x", "Exception", "Warning:", "Traceback", "FAILED", "error:", "fatal:", "ok"]
+_OUTPUT_PARTS += ["\n", "\r\n", " ", ".", "a.b", "\u2028", "<returncode>1</returncode>", "<RETURNCODE> 2 </returncode>"]
+_OUTPUT_PARTS += ["Exit code: 3", "EXIT CODE 4", "[exit code 5]", "exit code", "e\u0131xit", "\u0130", "é"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_OUTPUT_PARTS), max_size=20))
+def test_a_result_digest_finds_exit_and_error_lines_as_the_patterns_do(parts: list[str]) -> None:
+    text = "".join(parts)
+    found = actions._EXCEPTION_LINE.search(text) or actions._ERROR_LINE.search(text)
+    assert actions._error_line(text) == (found.group(0) if found else None)
+    if not actions._may_hold_exit(text):
+        assert actions._RETURN_CODE.search(text) is None

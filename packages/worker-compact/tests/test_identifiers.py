@@ -17,6 +17,8 @@ from i_compact import identifiers
 from i_compact.identifiers import collect, find
 from i_compact.ledger import Ledger
 from i_compact.local_summary import local_summary
+from i_compact.redact import gate_free
+from i_compact.request_memory import forget
 from i_compact.state_record import parse_record, record_text, render
 from i_compact.transcript import analyse
 from i_compact.worker import worker
@@ -329,3 +331,20 @@ def test_the_omission_count_is_carried_to_the_next_generation() -> None:
     total = record.dropped["id"]
     assert total + len(record.ids) == 3000 and total > dropped
     assert record.ids[-1] == marker(2999)
+
+
+_PIECE_WORDS = ["tx_0042", "src/a.py", "token", " ", "\n", "key", "=", "abc_123456", "password", ": ", '"', "ghp_"]
+_PIECE_WORDS += ["x" * 36, "sk-proj-" + "a1B2" * 8, "job_7f3a9c21", "Bearer ", "AKIA" + "Q" * 16, "é", "İ"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECE_WORDS), max_size=8).map("".join), max_size=6), st.data())
+def test_pieces_known_free_of_gate_words_scan_as_any_other(pieces: list[str], data: st.DataObject) -> None:
+    try:
+        expected = identifiers.scan(pieces)
+        forget()
+        for piece in data.draw(st.lists(st.sampled_from(pieces), max_size=len(pieces))) if pieces else []:
+            gate_free(piece)  # the verdict the action log leaves behind
+        assert identifiers.scan(pieces) == expected
+    finally:
+        forget()

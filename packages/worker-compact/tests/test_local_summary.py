@@ -193,6 +193,21 @@ _PHRASES = [
     "Chose.",
     "é",
     "NOT RUN",
+    "haven't tested",
+    "skipped the checks",
+    "still need to verify",
+    "instead of",
+    "switched to",
+    "plan is",
+    "choose",
+    "xdecided",
+    "cannot run",
+    "\u0130",
+    "sk\u0131pped the tests",
+    "\u017fkipped the checks",
+    "DEC\u0130DED",
+    "\u212a",
+    "→",
 ]
 
 
@@ -208,3 +223,21 @@ def test_statements_are_the_sentences_a_search_each_finds(parts: list[str], most
             assert summaries.statements(text, pattern) == [s for s in each[:most] if pattern.search(s)]
     finally:
         summaries.SENTENCES_MAX = kept
+
+
+_FRAGMENTS = [
+    *("decid", "ed", "will use", "going to", "chose", "choose", "plan is", "instead of", "switch", "switched to"),
+    *("not ", "not yet ", "run", "tested", "haven", "'t ", "t run", "skipp", "ing ", "the ", "tests", "checks"),
+    *("still need to ", "verify", "todo", "x", "_", " ", ".", "\n", "é"),
+    *("haven't run", "havent tested", "skipping tests", "not yet verified", "still need to run", "switch to"),
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=30))
+def test_statement_places_are_where_a_scan_of_the_pattern_finds_them(parts: list[str]) -> None:
+    text = "".join(parts)
+    for pattern in (summaries._DECISION, summaries._UNRUN):
+        lower = summaries._LOWER[pattern]
+        expected = [match.start() for match in lower.finditer(text)]
+        assert summaries._places(text, lower, summaries._STARTS[pattern]) == expected

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from i_compact import normalize
 from i_compact.normalize import normalize_summary
 
 CANON = "<continuation_summary>\n{}\n</continuation_summary>"
@@ -82,3 +83,26 @@ def test_text_after_a_nested_block_is_kept() -> None:
     assert n.summary.count("<continuation_summary>") == 1 and n.kind == "wrapped_block"
     # A last block left open after a complete one keeps its text too.
     assert "b" in normalize_summary("<continuation_summary>a</continuation_summary><continuation_summary>b").body
+
+
+_TAG_PARTS = ["<", "/", ">", " ", "\n", "x", "continuation_summary", "CONTINUATION_SUMMARY", "Continuation_Summary"]
+_TAG_PARTS += [
+    "cont\u0131nuation_summary",
+    "continuation_\u017fummary",
+    "cont\u0130nuation_summary",
+    "continuation",
+    "_summary",
+    "é",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_TAG_PARTS), max_size=12))
+def test_a_text_the_prefilter_passes_over_holds_no_tag_fragment(parts: list[str]) -> None:
+    text = "".join(parts)
+    if not normalize.may_name_tag(text):
+        assert normalize._FRAGMENT.search(text) is None
+    assert (
+        normalize._clean_body(text)
+        == normalize._fold_blanks(normalize._strip_outer_fence(normalize._FRAGMENT.sub("", text).strip())).strip()
+    )

@@ -273,7 +273,7 @@ def test_a_line_reports_an_error_in_the_lower_cased_scan_as_in_the_case_folding_
         assert (_ERROR_LINE_LOWER.search(line.lower()) is not None) == expected
 
 
-_RUNS = ["A" * 200, "b" * 150, "0123456789" * 20, "+/", "=", "==", " ", ".", "é", "Zz9" * 70]
+_RUNS = ["A" * 200, "b" * 150, "0123456789" * 20, "+/", "=", "==", " ", ".", "é", "Zz9" * 70, "\n", "\u3000", "x" * 399]
 
 
 @settings(max_examples=300, deadline=None)

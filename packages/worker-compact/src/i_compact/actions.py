@@ -41,9 +41,10 @@ import orjson
 from i_protocol.history import is_summary, text_of, utf8_len
 from i_protocol.jsonsafe import replace_surrogates as scrub
 
+from .folding import folded
 from .history import request_text
 from .ledger import Statement
-from .redact import redact
+from .redact import gate_free, redact
 from .request_memory import per_request
 from .state_record import fit_statement, parse_record, record_version
 from .state_record import statement_size as statement_size_of
@@ -203,8 +204,9 @@ def latest_request(coding: Coding) -> int | None:
     return coding.statement_at if coding.statement is not None else None
 
 
-def _masked(text: str) -> str:
-    text = redact(scrub(text))
+def _masked(text: str, free: bool = False) -> str:
+    """``text`` masked; ``free``: a part of a text without gate words (:func:`gate_free`)."""
+    text = scrub(text) if free else redact(scrub(text))
     for tag in ("user_request", "continuation_summary", "state_record"):  # our tags, never forged
         text = text.replace(tag, tag.replace("_", "-"))
     return text
@@ -296,18 +298,19 @@ def _act(message: dict[str, Any], index: int, known: set[str], calls: dict[str, 
     text = text_of(message)
     action = Action(index + 1)
     prose, scripts = _split_fences(text)
-    thought = " ".join(_masked(prose).split())
+    free = gate_free(text)  # once for the message, not for its prose, its scripts and both together
+    thought = " ".join(_masked(prose, free).split())
     if thought:
         first = _SENTENCE_END.split(thought, maxsplit=1)[0]
         action.lines.append("said: " + (first if len(first) <= THOUGHT_CHARS else first[:THOUGHT_CHARS] + "…"))
     for script in scripts:
-        action.lines += [f"$ {line}" for line in _command_lines(_masked(script))]
+        action.lines += [f"$ {line}" for line in _command_lines(_masked(script, free))]
     for call in message.get("tool_calls") or []:
         if isinstance(call, dict):
             action.lines.append(_call_line(call, action, known))
             calls[str(call.get("id"))] = action
     typed = "\n".join([prose, *scripts])  # heredoc bodies too: names the agent itself typed
-    mentioned = [n for n in names(_masked(typed)) if n not in known]
+    mentioned = [n for n in names(_masked(typed, free)) if n not in known]
     known.update(mentioned)
     action.names += mentioned
     known.update(names("\n".join(action.lines)))
@@ -348,13 +351,13 @@ def _observe(action: Action | None, message: dict[str, Any], index: int, known: 
     raw = text_of(message)
     text = _masked(_scanned(raw))
     bits: list[str] = []
-    code = _RETURN_CODE.search(text)
+    code = _RETURN_CODE.search(text) if _may_hold_exit(text) else None
     if code:
         bits.append(f"exit {next(g for g in code.groups() if g is not None)}")
     bits.append(f"{len(raw)} chars")
-    error = _EXCEPTION_LINE.search(text) or _ERROR_LINE.search(text)
-    if error:
-        line = " ".join(error.group(0).split())
+    error = _error_line(text)
+    if error is not None:
+        line = " ".join(error.split())
         bits.append("“" + (line if len(line) <= 200 else line[:200] + "…") + "”")
     bits.append(f"recall {call_id}" if call_id else f"recall [{index + 1}]")
     action.results.append(", ".join(bits))
@@ -366,6 +369,32 @@ def _observe(action: Action | None, message: dict[str, Any], index: int, known: 
     chosen = fresh[:NAMES_PER_RESULT]
     known.update(chosen)
     action.result_names += chosen
+
+
+def _may_hold_exit(text: str) -> bool:
+    """Whether :data:`_RETURN_CODE` (case-blind) could match in ``text``: one of its words is there."""
+    lower = folded(text)
+    return "<returncode>" in lower or "exit code" in lower
+
+
+_EXCEPTION_WORDS = ("Error", "Exception", "Warning")
+_ERROR_WORDS = ("Error", "Exception", "Traceback", "FAILED", "error:", "fatal:")
+
+
+def _error_line(text: str) -> str | None:
+    """What ``(_EXCEPTION_LINE.search(text) or _ERROR_LINE.search(text)).group(0)`` is: the first
+    line naming an exception, else the first line holding an error word (the line of the first
+    place of one: ``.`` never passes a newline), found by C scans for the words."""
+    if any(word in text for word in _EXCEPTION_WORDS):
+        found = _EXCEPTION_LINE.search(text)
+        if found is not None:
+            return found.group(0)
+    places = [place for word in _ERROR_WORDS if (place := text.find(word)) >= 0]
+    if not places:
+        return None
+    first = min(places)
+    end = text.find("\n", first)
+    return text[text.rfind("\n", 0, first) + 1 : end if end >= 0 else len(text)]
 
 
 SCAN_HEAD = 16_000

@@ -43,7 +43,7 @@ from typing import Any
 from i_protocol.jsonsafe import replace_surrogates as scrub
 from i_protocol.secrets import GATE_WORDS, contains_secret
 
-from .redact import redact
+from .redact import known_gate_free, redact
 
 MAX_ID = 128
 MAX_PATH = 400
@@ -159,11 +159,11 @@ def _scan(pieces: list[str]) -> tuple[list[str], list[str]]:
     """
     joined = "\n" + "\n".join(pieces)
     lower = joined.lower()
-    hits = [hit for word in _NAME_GATES for hit in _finds(lower, word)]
+    starts = list(accumulate(map(add, map(len, pieces), repeat(1)), initial=1))  # piece i: joined[starts[i]:]
+    hits = _gate_hits(pieces, lower, starts) if len(lower) == len(joined) else _finds_all(lower)
     deny: set[str] = set()
     if hits:
         if len(lower) == len(joined):  # positions in the lower-cased text are positions in the pieces
-            starts = list(accumulate(map(add, map(len, pieces), repeat(1)), initial=1))  # piece i: joined[starts[i]:]
             gated = {bisect_right(starts, hit) - 1 for hit in hits}
         else:  # lower() changed a length ("İ" becomes two characters): look in each piece
             gated = {i for i, piece in enumerate(pieces) if any(word in piece.lower() for word in _NAME_GATES)}
@@ -184,13 +184,34 @@ def _scan(pieces: list[str]) -> tuple[list[str], list[str]]:
     return found, _QUOTED.findall(joined) if '"' in joined else []
 
 
-def _finds(text: str, word: str) -> list[int]:
+def _finds_all(lower: str) -> list[int]:
+    """Every place of a gate word in ``lower``."""
+    return [hit for word in _NAME_GATES for hit in _finds(lower, word)]
+
+
+def _gate_hits(pieces: list[str], lower: str, starts: list[int]) -> list[int]:
+    """:func:`_finds_all` of ``lower`` (the pieces joined, lower-cased, offsets kept), looked for
+    only in the pieces not known to be free of gate words (:func:`known_gate_free`): a gate word
+    never holds the newline between two pieces."""
+    free = [known_gate_free(piece) for piece in pieces]
+    if not any(free):
+        return _finds_all(lower)
+    hits: list[int] = []
+    for index, piece in enumerate(pieces):
+        if not free[index]:
+            start = starts[index]
+            end = start + len(piece)
+            hits += [hit for word in _NAME_GATES for hit in _finds(lower, word, start, end)]
+    return hits
+
+
+def _finds(text: str, word: str, start: int = 0, end: int | None = None) -> list[int]:
     """Every position of ``word`` in ``text`` (``str.find``: a C scan)."""
     found = []
-    position = text.find(word)
+    position = text.find(word, start, end)
     while position >= 0:
         found.append(position)
-        position = text.find(word, position + len(word))
+        position = text.find(word, position + len(word), end)
     return found
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from i_protocol.jsonsafe import replace_surrogates as scrub
 from i_protocol.summary import CONTINUATION_CLOSE, CONTINUATION_OPEN
 
+from .folding import folded
+
 _OPEN = re.compile(r"<\s*continuation_summary\b[^<>\n]*>", re.I)
 _CLOSE = re.compile(r"<\s*/\s*continuation_summary\s*>", re.I)
 _TAG = re.compile(r"<\s*(/\s*)?continuation_summary\b[^<>\n]*>", re.I)
@@ -15,6 +17,14 @@ _TAG = re.compile(r"<\s*(/\s*)?continuation_summary\b[^<>\n]*>", re.I)
 _FRAGMENT = re.compile(r"<\s*/?\s*continuation_summary\b[^<>\n]*>?|(?<![\w<])/?continuation_summary\s*>", re.I)
 _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*$", re.M)
 _BLANKS = re.compile(r"\n{3,}")
+_TAG_NAME = "continuation_summary"
+
+
+def may_name_tag(text: str) -> bool:
+    """Whether a case-blind pattern could find the tag's name in ``text``; False means no tag or
+    fragment of one is there (a C scan instead of :data:`_FRAGMENT` tried at every place)."""
+    return _TAG_NAME in folded(text)
+
 
 PLAIN_TEXT = "plain_text"
 WRAPPED_BLOCK = "wrapped_block"
@@ -91,7 +101,7 @@ def canonical(body: str) -> str:
 
 
 def _clean_body(text: str) -> str:
-    text = _FRAGMENT.sub("", text)
+    text = _FRAGMENT.sub("", text) if may_name_tag(text) else text
     text = _strip_outer_fence(text.strip())
     return _fold_blanks(text).strip()
 

@@ -13,19 +13,37 @@ from i_protocol import secrets
 
 from .request_memory import per_request
 
-__all__ = ["redact", "secret_references"]
+__all__ = ["gate_free", "known_gate_free", "redact", "secret_references"]
 
 _REDACTED: dict[str, str] = per_request({})
 """Each text's redaction, for one request: the ledger, the action log and the
 evidence read the same messages (about a third of a local compaction's redaction work)."""
+_GATE_FREE: dict[str, bool] = per_request({})
+"""Whether each text asked about holds no gate word of the secret table, for one request."""
 
 
 def redact(text: str) -> str:
     """``text`` with secret-looking values replaced by a marker naming their kind."""
     done = _REDACTED.get(text)
     if done is None:
-        done = _REDACTED[text] = secrets.redact(text)[0]
+        done = _REDACTED[text] = text if gate_free(text) else secrets.redact(text)[0]
     return done
+
+
+def gate_free(text: str) -> bool:
+    """Whether ``text`` holds no gate word of the secret table (``secrets.GATE_WORDS``): then no
+    secret is found in it, nor in any part of it, nor in parts of it joined by newlines (no gate
+    word holds one). Most messages hold none: their parts need no redaction of their own."""
+    free = _GATE_FREE.get(text)
+    if free is None:
+        free = _GATE_FREE[text] = not secrets.may_contain_secret(text)
+    return free
+
+
+def known_gate_free(text: str) -> bool:
+    """Whether :func:`gate_free` (or :func:`redact`) already found ``text`` free of gate words in
+    this request (False when it was not asked)."""
+    return _GATE_FREE.get(text, False)
 
 
 _MARK = re.escape(secrets.MARKER).replace(re.escape("{name}"), r"(\w+)")

@@ -190,7 +190,7 @@ def strip_payloads(text: str) -> str:
     """Replace base64 data URLs and long raw base64 runs by a marker with their size."""
     if "base64," in text:
         text = _DATA_URL.sub(lambda m: f"[base64 payload of {len(m.group(0))} chars stripped]", text)
-    if len(text) >= 400:
+    if len(text) >= 400 and max(map(len, text.split()), default=0) >= 400:  # a run has no spaces: C scans
         text = _RAW_BASE64.sub(_raw_base64, text)
     return text
 
