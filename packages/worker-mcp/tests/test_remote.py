@@ -3,6 +3,7 @@ and the egress rules that refuse everything else. Real i-mcp processes, real HTT
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 import subprocess
@@ -210,3 +211,24 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     return cert_path, key_path
+
+
+def test_an_event_is_passed_on_as_soon_as_its_blank_line_arrives_and_an_oversized_one_is_answered():
+    from i_mcp import remote
+
+    async def chunks(parts: list[bytes]):
+        for part in parts:
+            yield part
+
+    async def read(parts: list[bytes], limit: int = 100) -> list[bytes]:
+        return [piece async for piece in remote._EventStream(chunks(parts), 7, limit)]
+
+    # A CRLF blank line is passed on whole: the SDK's reader waits on a trailing CR for the next chunk.
+    crlf = [b"event: message\r\ndata: {}\r\n", b"\r\n", b"data: 2\r\n\r\ndata: 3"]
+    assert asyncio.run(read(crlf)) == [b"event: message\r\ndata: {}\r\n\r\n", b"data: 2\r\n\r\n", b"data: 3"]
+    assert asyncio.run(read([b"data: 1\n\ndata: 2\n", b"\n"])) == [b"data: 1\n\n", b"data: 2\n\n"]
+    answered = asyncio.run(read([b"data: 1\n\n", b"data: " + b"x" * 200]))
+    assert answered[0] == b"data: 1\n\n" and len(answered) == 2
+    error = orjson.loads(answered[1].split(b"data: ", 1)[1])
+    assert error["id"] == 7 and error["error"]["code"] == remote.TOO_LARGE
+    assert "(too large; it was not read)" in error["error"]["message"]

@@ -306,6 +306,11 @@ class EgressTransport(httpx2.AsyncBaseTransport):
         await self._pool.aclose()
 
 
+_BLANK_LINES = (b"\r\n\r\n", b"\n\n", b"\r\r", b"\n\r")
+"""What ends a server-sent event; the longest first, so that a CRLF blank line is passed on whole
+(cut after its ``\n\r``, the SDK's reader would wait for the next chunk to read the last ``\n``)."""
+
+
 class _EventStream(httpx2.AsyncByteStream):
     """An event stream passed on whole events at a time; an event over the limit is not read:
     the request it answers gets a ``TOO_LARGE`` error event instead, and the stream ends."""
@@ -319,13 +324,13 @@ class _EventStream(httpx2.AsyncByteStream):
         pending = bytearray()
         try:
             async for chunk in self._inner:
-                start = max(0, len(pending) - 1)
+                start = max(0, len(pending) - 3)
                 pending += chunk
-                # An event ends at a blank line: two line ends in a row (\n\n, \r\r, or \n\r of \r\n\r\n).
-                end = max(pending.rfind(b"\n\n", start), pending.rfind(b"\r\r", start), pending.rfind(b"\n\r", start))
-                if end >= 0:
-                    yield bytes(pending[: end + 2])
-                    del pending[: end + 2]
+                # An event ends at a blank line: two line ends in a row (\r\n\r\n, \n\n, \r\r, \n\r).
+                cut = max(_end_of(pending, sep, start) for sep in _BLANK_LINES)
+                if cut:
+                    yield bytes(pending[:cut])
+                    del pending[:cut]
                 if len(pending) > self._limit:
                     print(
                         f"i-mcp: an event of over {len(pending)} bytes was over the limit and not read", file=sys.stderr
@@ -346,6 +351,12 @@ class _EventStream(httpx2.AsyncByteStream):
         close = getattr(self._inner, "aclose", None)
         if close is not None:
             await close()
+
+
+def _end_of(data: bytearray, separator: bytes, start: int) -> int:
+    """Where the last ``separator`` at or after ``start`` ends (0: none)."""
+    found = data.rfind(separator, start)
+    return found + len(separator) if found >= 0 else 0
 
 
 class _PinnedBackend(httpcore2.AsyncNetworkBackend):
