@@ -325,7 +325,7 @@ def check_url(url: str, where: str, allow_private: bool) -> str:
 
     try:
         parts = urlsplit(url)
-        port = parts.port
+        _ = parts.port  # a port that is not a number raises here
     except ValueError as exc:
         raise McpConfigError(f"{where}: not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -346,7 +346,6 @@ def check_url(url: str, where: str, allow_private: bool) -> str:
             f"{where}: plain http is only for a server the user trusts on a private or loopback address "
             '("allow_private": true in the user\'s mcp.json); a server on the internet is reached over https'
         )
-    del port
     return url
 
 
