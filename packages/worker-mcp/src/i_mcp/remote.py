@@ -216,7 +216,7 @@ async def open_remote(url: str, headers: dict[str, str], allow_private: bool) ->
         transport=EgressTransport(allow_private),
         trust_env=False,
         follow_redirects=False,
-        headers={**headers, "Accept-Encoding": "identity", "User-Agent": f"i-mcp/{__version__}"},
+        headers={"User-Agent": f"i-mcp/{__version__}", **headers, "Accept-Encoding": "identity"},
         timeout=httpx2.Timeout(CONNECT_TIMEOUT_S, read=READ_TIMEOUT_S),
     )
     async with client:
