@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import datetime
 import hashlib
+import ipaddress
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -232,3 +234,18 @@ def test_an_event_is_passed_on_as_soon_as_its_blank_line_arrives_and_an_oversize
     error = orjson.loads(answered[1].split(b"data: ", 1)[1])
     assert error["id"] == 7 and error["error"]["code"] == remote.TOO_LARGE
     assert "(too large; it was not read)" in error["error"]["message"]
+
+
+def test_every_dns_answer_is_checked(env):
+    """This machine's own name resolves (through /etc/hosts or DNS) to an address that is not public."""
+    name = socket.gethostname()
+    try:
+        answers = {info[4][0] for info in socket.getaddrinfo(name, 443, type=socket.SOCK_STREAM)}
+    except OSError:
+        pytest.skip(f"{name} does not resolve here")
+    if all(ipaddress.ip_address(a.split("%")[0]).is_global for a in answers):
+        pytest.skip(f"{name} resolves to public addresses only here")
+    env.write_config({"remote": _remote(f"https://{name}:9/mcp")})
+    (problem,) = env.call(env.spawn(), "tools_list", dict(SHOWS_PROBLEMS))["problems"]
+    assert f"refused to connect to {name.lower()} (resolves to " in problem["message"]
+    assert "only public addresses are allowed" in problem["message"]
