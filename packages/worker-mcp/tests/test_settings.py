@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from i_mcp.errors import McpConfigError
-from i_mcp.settings import DEFAULT_TIMEOUT_S, EnvFile, parse_servers, server_env
+from i_mcp.settings import DEFAULT_TIMEOUT_S, EnvFile, parse_config, parse_servers, server_env, server_headers
 
 GITHUB_TOKEN = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -30,7 +32,17 @@ def test_the_claude_desktop_shape_is_read_with_defaults():
         ({"mcpServers": {"s": {"args": []}}}, "mcp.json: mcpServers.s.command must be"),
         ({"mcpServers": {"s": {"command": "x", "args": "a b"}}}, "mcp.json: mcpServers.s.args must be an array"),
         ({"mcpServers": {"s": {"command": "x", "url": "http://h"}}}, "mcp.json: mcpServers.s: unknown field(s) url"),
-        ({"mcpServers": {"s": {"command": "x", "type": "sse"}}}, "only stdio servers are supported"),
+        ({"mcpServers": {"s": {"command": "x", "type": "sse"}}}, "the older SSE transport is not supported"),
+        ({"mcpServers": {"s": {"url": "https://h/mcp", "args": []}}}, "mcp.json: mcpServers.s: unknown field(s) args"),
+        ({"mcpServers": {"s": {"url": "ftp://h/mcp"}}}, "mcpServers.s.url must be an http or https URL"),
+        ({"mcpServers": {"s": {"url": "https://u:p@h/mcp"}}}, "mcpServers.s.url: credentials in the URL"),
+        ({"mcpServers": {"s": {"url": "https://h/mcp?api_key=1"}}}, "query parameter 'api_key' looks like a cred"),
+        ({"mcpServers": {"s": {"url": "http://h/mcp"}}}, "mcpServers.s.url: plain http is only for a server"),
+        ({"mcpServers": {"s": {"url": "https://h", "allow_private": 1}}}, "s.allow_private must be true or false"),
+        ({"mcpServers": {"s": {"url": "https://h", "bearer_token": "abc"}}}, 's.bearer_token must be {"file": PATH}'),
+        ({"mcpServers": {"s": {"url": "https://h", "headers": {"X-Api-Key": "abc"}}}}, "headers.X-Api-Key: a literal"),
+        ({"mcpServers": {"s": {"url": "https://h", "headers": {"Host": "x"}}}}, "headers.Host: i-mcp sets this"),
+        ({"mcpServers": {"s": {"url": "https://h", "headers": {"A B": "x"}}}}, "headers.A B: not a valid header"),
         ({"mcpServers": {"s": {"command": "x", "timeout": 601}}}, "mcp.json: mcpServers.s.timeout must be"),
         ({"mcpServers": {"s": {"command": "x", "env": {"N": 3}}}}, 'mcpServers.s.env.N must be a string or {"file"'),
         ({"mcpServers": {"s": {"command": "x", "env": {"N": {"path": "f"}}}}}, "unknown field(s) path"),
@@ -81,3 +93,26 @@ def test_a_missing_env_file_names_the_server_and_the_variable(tmp_path):
 def test_a_relative_cwd_resolves_against_the_config_folder(tmp_path):
     (spec,) = servers({"s": {"command": "x", "cwd": "work"}}, str(tmp_path))
     assert spec.cwd == str(tmp_path / "work")
+
+
+def test_a_remote_server_entry_in_the_shapes_claude_code_and_cursor_write(tmp_path):
+    (token := tmp_path / "token").write_text("abc-123\n")
+    typed, bare = servers(
+        {
+            "typed": {"type": "http", "url": "https://mcp.example.com/mcp", "bearer_token": {"file": "token"}},
+            "bare": {"url": "http://10.0.0.5:8080/mcp", "headers": {"X-Home": "${HOME}"}, "allow_private": True},
+        },
+        str(tmp_path),
+    )
+    assert typed.url == "https://mcp.example.com/mcp"
+    assert typed.headers == (("Authorization", EnvFile(str(token), "Bearer ")),) and not typed.allow_private
+    assert server_headers(typed) == {"Authorization": "Bearer abc-123"}
+    assert (bare.url, bare.allow_private) == ("http://10.0.0.5:8080/mcp", True)
+    assert server_headers(bare) == {"X-Home": os.environ["HOME"]}
+
+
+def test_only_the_user_s_file_may_trust_a_private_address():
+    entry = {"s": {"url": "http://127.0.0.1:9/mcp", "allow_private": True}}
+    parsed = parse_config({"mcpServers": entry}, "/work/app/.mcp.json", None, trusted=False)
+    (broken,) = parsed.broken
+    assert "/work/app/.mcp.json: mcpServers.s.allow_private: a project's .mcp.json cannot trust" in str(broken.error)

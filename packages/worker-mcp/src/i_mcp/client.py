@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import shutil
 import sys
@@ -40,7 +41,7 @@ from i_protocol import WorkerError
 from .__about__ import __version__
 from .errors import ServerFailure
 from .launch import TOO_LARGE
-from .settings import ServerSpec, server_env
+from .settings import ServerSpec, server_env, server_headers
 
 T = TypeVar("T")
 Report = Callable[[dict[str, Any]], object]
@@ -55,6 +56,9 @@ MAX_PAGES = 100
 _BACKSTOP_S = 0.5
 """Beyond a coroutine's own deadline, how long a handler waits before it gives up on the loop."""
 _CONNECTION_CLOSED = -32000
+_REMOTE_FAILED = -32002
+"""``i_mcp.remote.REMOTE_FAILED`` (not imported: that module loads the HTTP client)."""
+REDACTED = "[redacted]"
 
 
 class EventLoop:
@@ -125,17 +129,37 @@ class StderrTail:
         return text[-MAX_STDERR_TAIL_CHARS:]
 
 
+class _NoStderr:
+    """A remote server's stand-in for ``StderrTail``: it writes nothing i-mcp can read."""
+
+    def close_writer(self) -> None:
+        """Nothing to close."""
+
+    def tail(self, wait: float = 0.0) -> str:
+        """Always empty."""
+        return ""
+
+
 class Connection:
-    """One running server and its initialised session, held open by a task of the loop."""
+    """One running server (or one remote session) and its initialised session, held open by a task of the loop."""
 
     def __init__(self, spec: ServerSpec, cwd: str | None) -> None:
         self.spec = spec
         self._cwd = spec.cwd or cwd
-        self._env = server_env(spec)
-        # Through i_mcp.launch: a server dies with its worker, even when the worker is SIGKILLed.
-        launch = ["-m", "i_mcp.launch", spec.command, *spec.args]
-        self._params = StdioServerParameters(command=sys.executable, args=launch, env=self._env, cwd=self._cwd)
-        self.stderr = StderrTail(spec.name)
+        self.secrets: tuple[str, ...] = ()
+        """Values read from files for this server: never shown, even when the server echoes them."""
+        self.stderr: StderrTail | _NoStderr
+        if spec.url is not None:
+            self._env: dict[str, str] = {}
+            self._headers = server_headers(spec)
+            self.secrets = _file_values(spec.headers, self._headers)
+            self.stderr = _NoStderr()
+        else:
+            self._env = server_env(spec)
+            # Through i_mcp.launch: a server dies with its worker, even when the worker is SIGKILLed.
+            launch = ["-m", "i_mcp.launch", spec.command, *spec.args]
+            self._params = StdioServerParameters(command=sys.executable, args=launch, env=self._env, cwd=self._cwd)
+            self.stderr = StderrTail(spec.name)
         self._scope = anyio.CancelScope()
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -148,7 +172,7 @@ class Connection:
 
     async def open(self) -> None:
         """Start the server and initialise its session; ``ServerFailure`` when it cannot."""
-        if _program(self.spec.command, self._env, self._cwd) is None:
+        if self.spec.url is None and _program(self.spec.command, self._env, self._cwd) is None:
             self.stderr.close_writer()
             # Said here: through the launcher, a missing program is only "connection closed".
             raise ServerFailure(
@@ -165,8 +189,9 @@ class Connection:
             return
         problem = self._task.exception() if not self._task.cancelled() else None
         tail = await asyncio.to_thread(self.stderr.tail, 0.5)  # the exited server's last words
+        verb = "could not start" if self.spec.url is None else f"could not connect to {self.spec.url}"
         raise ServerFailure(
-            f"MCP server {self.spec.name!r} could not start: {_describe(problem)}{_quoted(tail)}", stderr_tail=tail
+            f"MCP server {self.spec.name!r} {verb}: {_describe(problem)}{_quoted(tail)}", stderr_tail=tail
         )
 
     async def _run(self) -> None:
@@ -175,9 +200,18 @@ class Connection:
         finally:
             self.stderr.close_writer()
 
+    def _streams(self) -> contextlib.AbstractAsyncContextManager[tuple[Any, Any]]:
+        """The transport: the launched program's stdio, or a remote server's streamable HTTP."""
+        if self.spec.url is not None:
+            from .remote import open_remote  # httpx2 and the HTTP client: only for a remote server
+
+            return open_remote(self.spec.url, self._headers, self.spec.allow_private)
+        assert isinstance(self.stderr, StderrTail)
+        return stdio_client(self._params, errlog=self.stderr.writer)
+
     async def _serve(self) -> None:
         with self._scope:
-            async with stdio_client(self._params, errlog=self.stderr.writer) as (read, write):
+            async with self._streams() as (read, write):
                 info = types.Implementation(name="i-mcp", version=__version__)
                 async with ClientSession(read, write, client_info=info) as session:
                     self.stderr.close_writer()  # the server holds its copy: EOF comes when it exits
@@ -202,7 +236,8 @@ class Listed:
     """One server's answer at session start: its tools, or why it has none now."""
 
     tools: list[dict[str, Any]] | None
-    failure: ServerFailure | None = None
+    failure: WorkerError | None = None
+    """A ``ServerFailure``, or a ``McpConfigError`` (a file the entry names cannot be read)."""
     starting: bool = False
     """Not started within ``LIST_WAIT_S``: it goes on starting, its list cached for the next session."""
 
@@ -294,7 +329,7 @@ class Servers:
             result = await session.call_tool(tool, arguments, progress_callback=relay if report is not None else None)
             if not isinstance(result, types.CallToolResult):
                 raise ServerFailure(f"MCP server {spec.name!r} answered the call of {tool!r} with no tool result")
-            return result, (await _tools_of(session) if started else None)
+            return _redacted(result, self._secrets(spec)), (await _tools_of(session) if started else None)
 
         return await self._guarded(spec, calling(), f"the call of {tool!r}", total, alive)
 
@@ -323,10 +358,22 @@ class Servers:
                 stderr_tail=tail,
             ) from None
         except MCPError as exc:
-            if exc.code == TOO_LARGE:  # i_mcp.launch did not pass the answer on
-                raise ServerFailure(f"MCP server {spec.name!r}: {what} failed: {exc.message}") from None
+            message = _scrub(exc.message, self._secrets(spec))
+            if exc.code == TOO_LARGE:  # i_mcp.launch (or i_mcp.remote) did not pass the answer on
+                raise ServerFailure(f"MCP server {spec.name!r}: {what} failed: {message}") from None
+            if exc.code == _REMOTE_FAILED:  # refused by the egress rules, or the server could not be reached
+                self._forget(spec)
+                raise ServerFailure(
+                    f"MCP server {spec.name!r}: {what} failed: {message}; it is connected again on the next call"
+                ) from None
+            if exc.code == _CONNECTION_CLOSED and spec.url is not None:
+                self._forget(spec)
+                raise ServerFailure(
+                    f"MCP server {spec.name!r}: its connection closed during {what} ({message}); "
+                    "it is connected again on the next call"
+                ) from None
             if exc.code != _CONNECTION_CLOSED:
-                raise ServerFailure(f"MCP server {spec.name!r} refused {what}: {exc.message}") from None
+                raise ServerFailure(f"MCP server {spec.name!r} refused {what}: {message}") from None
             tail = self._forget(spec)
             raise ServerFailure(
                 f"MCP server {spec.name!r} exited during {what} (connection closed); it starts again on the next "
@@ -355,6 +402,10 @@ class Servers:
             await connection.open()
         assert connection is not None and connection.session is not None
         return connection.session, started
+
+    def _secrets(self, spec: ServerSpec) -> tuple[str, ...]:
+        connection = self._connections.get(spec.digest)
+        return connection.secrets if connection is not None else ()
 
     def _forget(self, spec: ServerSpec) -> str:
         """Stop and forget the server; the tail of its stderr so far."""
@@ -428,7 +479,7 @@ def _listed(task: asyncio.Task[list[dict[str, Any]]]) -> Listed:
     problem = task.exception()
     if problem is None:
         return Listed(task.result())
-    if isinstance(problem, ServerFailure):
+    if isinstance(problem, WorkerError):
         return Listed(None, problem)
     raise problem
 
@@ -437,6 +488,34 @@ def _said_in_background(task: asyncio.Task[list[dict[str, Any]]]) -> None:
     """A start that failed after ``tools_list`` answered is said on stderr (and its exception retrieved)."""
     if not task.cancelled() and task.exception() is not None:
         print(f"i-mcp: {task.exception()}", file=sys.stderr)
+
+
+def _file_values(entries: tuple[tuple[str, object], ...], values: dict[str, str]) -> tuple[str, ...]:
+    """The values of ``values`` that came from a file (``{"file": PATH}`` entries), longest first."""
+    from .settings import EnvFile
+
+    found = {values[key] for key, entry in entries if isinstance(entry, EnvFile) and key in values}
+    found |= {value.removeprefix("Bearer ").strip() for value in found}
+    return tuple(sorted((value for value in found if len(value) >= 4), key=len, reverse=True))
+
+
+def _scrub(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def _redacted(result: types.CallToolResult, secrets: tuple[str, ...]) -> types.CallToolResult:
+    """``result`` with every secret of its server that it echoes replaced by ``[redacted]``."""
+    if not secrets:
+        return result
+    content = [
+        block.model_copy(update={"text": _scrub(block.text, secrets)})
+        if isinstance(block, types.TextContent)
+        else block
+        for block in result.content
+    ]
+    return result.model_copy(update={"content": content})
 
 
 def _quoted(tail: str) -> str:

@@ -130,7 +130,12 @@ class McpWorker(Worker):
                         f"MCP server {spec.name!r} is still starting; its tools are offered from the next session on",
                     )
                     if got.starting
-                    else _problem(spec.name, "failed", str(got.failure), getattr(got.failure, "stderr_tail", ""))
+                    else _problem(
+                        spec.name,
+                        "config" if isinstance(got.failure, McpConfigError) else "failed",
+                        str(got.failure),
+                        getattr(got.failure, "stderr_tail", ""),
+                    )
                 )
         schemas: dict[str, dict[str, Any]] = {}
         targets: dict[str, tuple[ServerSpec, str]] = {}
@@ -183,7 +188,7 @@ class McpWorker(Worker):
         report = _relay(request) if getattr(request, "wants_progress", False) else None
         try:
             result, fresh = self.servers.call(spec, tool, arguments, request.workspace, report)
-        except ServerFailure as exc:
+        except (ServerFailure, McpConfigError) as exc:  # an unreadable token file too: this call fails, not the session
             return {"output": f"error: {exc}", "is_error": True}
         if fresh is not None:
             cache.store_tools(request.paths.cache_dir, spec.digest, spec.name, fresh)
@@ -218,7 +223,9 @@ def _project_servers(
         problems.append(_problem(".mcp.json", "config", f"{path} changed since it was approved; it is not used"))
         return (), stamp
     try:
-        parsed = parse_config(data, path, os.path.dirname(path), worker_variables(request.paths.as_dict()))
+        parsed = parse_config(
+            data, path, os.path.dirname(path), worker_variables(request.paths.as_dict()), trusted=False
+        )
     except McpConfigError as exc:
         problems.append(_problem(".mcp.json", "config", str(exc)))
         return (), stamp
