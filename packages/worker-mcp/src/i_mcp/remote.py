@@ -5,7 +5,7 @@ module gives it the only HTTP client it may use, built so that a server's URL ca
 against the host's own network:
 
 - **Addresses.** Before every request the URL's host is resolved here and **every** answer must be
-  public (the rules of ``i_web.address``, mirrored below: loopback, private, link-local, shared,
+  public (``i_protocol.addresses``, the rules i-web applies too: loopback, private, link-local, shared,
   reserved, IPv6 forms carrying such an IPv4 address, names meaning this machine). The connection
   then goes to those checked addresses and nowhere else (a network backend that never resolves the
   name again: no DNS-rebinding window); TLS still checks the certificate against the name. Only a
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 import socket
 import ssl
 import sys
@@ -44,6 +43,9 @@ import httpcore2
 import httpx2
 import orjson
 
+from i_protocol import addresses
+from i_protocol.addresses import METADATA_ADDRESSES, IPAddress, is_localhost_name, normalize_host, refusal_reason
+
 from .__about__ import __version__
 from .launch import MAX_MESSAGE_BYTES, TOO_LARGE
 
@@ -54,98 +56,17 @@ DNS_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 660.0
 """Longer than any call may last (600 s): a call's own deadlines (``i_mcp.client``) end it first."""
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-# -- the address rules (a mirror of i_web.address; tests/e2e checks that the two agree) ------------
-
-METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
-    ipaddress.ip_address(a)
-    for a in (
-        "169.254.169.254",  # AWS, GCP, Azure, OpenStack, Oracle, DigitalOcean
-        "169.254.170.2",  # AWS ECS task credentials
-        "169.254.169.123",  # AWS time sync
-        "100.100.100.200",  # Alibaba Cloud
-        "fd00:ec2::254",  # AWS IMDS over IPv6
-        "fd00:ec2::23",  # AWS DNS over IPv6
-    )
-)
-_SHARED_V4 = ipaddress.ip_network("100.64.0.0/10")
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
-_NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
-
 
 class EgressFailure(Exception):
     """A request that was refused or could not be delivered (its message is one line)."""
 
 
-def refusal_reason(address: IPAddress) -> str | None:
-    """Why ``address`` is not a public internet address, or None when it is public."""
-    if address in METADATA_ADDRESSES:
-        return "a cloud metadata address"
-    if isinstance(address, ipaddress.IPv6Address):
-        embedded = _embedded_ipv4(address)
-        if embedded is not None:
-            kind, v4 = embedded
-            inner = refusal_reason(v4)
-            if inner is not None:
-                return f"an {kind} form of {v4}, {inner}"
-            if kind in ("IPv4-mapped IPv6", "IPv4-compatible IPv6"):
-                return f"an {kind} address (write the IPv4 address {v4} instead)"
-    checks = (
-        (address.is_unspecified, "an unspecified address"),
-        (address.is_loopback, "a loopback address"),
-        (address.is_link_local, "a link-local address"),
-        (address.is_multicast, "a multicast address"),
-        (isinstance(address, ipaddress.IPv4Address) and address in _SHARED_V4, "a shared (carrier-grade NAT) address"),
-        (address.is_private, "a private address"),
-        (address.is_reserved, "a reserved address"),
-        (not address.is_global, "not a globally routable address"),
-    )
-    return next((reason for found, reason in checks if found), None)
-
-
-def _embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
-    if address.ipv4_mapped is not None:
-        return "IPv4-mapped IPv6", address.ipv4_mapped
-    value = int(address)
-    if value >> 32 == 0 and value > 1:
-        return "IPv4-compatible IPv6", ipaddress.IPv4Address(value & 0xFFFFFFFF)
-    if address.sixtofour is not None:
-        return "6to4 IPv6", address.sixtofour
-    if any(address in net for net in _NAT64):
-        return "NAT64 IPv6", ipaddress.IPv4Address(value & 0xFFFFFFFF)
-    return None
-
-
-def normalize_host(host: str) -> str:
-    """Lower-case ``host`` without IPv6 brackets and without a trailing root dot."""
-    host = host.strip().lower()
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host[:-1] if host.endswith(".") else host
-
-
 def literal_address(host: str) -> IPAddress | None:
-    """The address when ``host`` is a canonical IP literal; other numeric IPv4 forms are refused."""
-    host = normalize_host(host)
+    """The address when ``host`` is a canonical IP literal (``i_protocol.addresses``), as an :class:`EgressFailure`."""
     try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    labels = host.split(".")
-    if labels and (_NUMERIC_LABEL.match(labels[-1]) or all(_NUMERIC_LABEL.match(label) for label in labels)):
-        raise EgressFailure(f"host {host!r} is a non-canonical numeric IPv4 form; write the address as a.b.c.d")
-    return None
-
-
-def is_localhost_name(host: str) -> bool:
-    """True for ``localhost``, every ``*.localhost`` name and the other names of this machine."""
-    host = normalize_host(host)
-    return (
-        host == "localhost"
-        or host.endswith(".localhost")
-        or host in ("localhost.localdomain", "ip6-localhost", "ip6-loopback")
-    )
+        return addresses.literal_address(host)
+    except addresses.AddressError as exc:
+        raise EgressFailure(str(exc)) from None
 
 
 _TRUST_HINT = ' (only the user\'s own mcp.json can trust a server there, with "allow_private": true)'
