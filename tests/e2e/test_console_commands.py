@@ -212,3 +212,28 @@ def test_a_paste_a_trailing_backslash_and_alt_enter_each_make_one_request(pane, 
         "first half \nsecond half",
         "above\nbelow",
     ]
+
+
+def test_new_starts_a_session_and_the_resume_picker_continues_the_first(pane, env, dirs, project):
+    steps = [{"text": "answer in the first"}, {"text": "answer in the second"}, {"text": "answer after resuming"}]
+    with ScriptedModel(steps) as model:
+        _start(pane, env, dirs, project, _config(model.base_url))
+        pane.keys("remember the word apricot", "Enter")
+        _turns(pane, 1)
+        pane.keys("/new", "Enter")
+        pane.wait_text("[i] new session: ")
+        pane.keys("a fresh start", "Enter")
+        _turns(pane, 2)
+        pane.keys("/resume", "Enter")
+        pane.wait_text("resume which? number or name (Enter cancels): ")
+        screen = pane.screen()
+        pane.keys("2", "Enter")
+        pane.wait_text("[i] continuing: ")
+        pane.keys("which word?", "Enter")
+        _turns(pane, 3)
+        pane.keys("/exit", "Enter")
+        assert pane.wait_exit() == 0
+    assert "*  1  " in screen and "a fresh start" in screen and "remember the word apricot" in screen
+    users = [[m["content"] for m in r.body["messages"] if m["role"] == "user"] for r in model.requests]
+    assert users[1] == ["a fresh start"]
+    assert users[2] == ["remember the word apricot", "which word?"]

@@ -227,6 +227,7 @@ class Agent:
         self._use_budget(Budget(self.hooks, self.config, session.meta))
         self._archived_ids = (None, frozenset())
         self.stats.last_budget = None
+        self.model.last_usage = None  # the last request's usage was another session's
         self.history = []
         self.start()
 

@@ -160,7 +160,7 @@ def _model(state: ConsoleState, args: str) -> None:
         _fail(state, "model", f"{exc}; still {agent.config.model} ({agent.config.protocol})")
         return
     screen.note(f"[i] now {_describe_model(config)} for the rest of this session; the history is kept")
-    _after_switch(state)
+    _measure(state, "the new window")
 
 
 def chosen_config(root: ApiConfig, current: ApiConfig, name: str, protocol: str | None) -> ApiConfig:
@@ -183,26 +183,25 @@ def _describe_model(config: ApiConfig) -> str:
     return f"model {config.model} (protocol {config.protocol}, {config.base_url}, {size})"
 
 
-def _after_switch(state: ConsoleState) -> None:
-    """The budget of the history as it stands, in the new window: said now, acted on before the next request."""
+def _measure(state: ConsoleState, where: str) -> None:
+    """The budget of the history as it stands (after ``/model``, ``/new``, ``/resume``): said now, acted
+    on before the next request (a compaction first when it does not fit)."""
     agent, screen = state.agent, state.screen
     if not agent.history or not agent.budget.enabled:
         return
     try:
         check = agent.budget.check(agent.history, agent.tool_schemas)
     except CoreError as exc:
-        _fail(state, "model", f"the budget could not measure the history: {exc}")
+        state.screen.failure(f"i: the budget could not measure the history: {exc}")
         return
     if check is None:
         return
     agent.stats.last_budget = check.verdict.raw
     verdict = check.verdict
     if not verdict.fits:
-        screen.note(
-            f"[i] the history does not fit the new window ({verdict.explain()}): the next request compacts first"
-        )
+        screen.note(f"[i] the history does not fit {where} ({verdict.explain()}): the next request compacts first")
     elif verdict.estimate is not None:
-        screen.note(f"[i] the history is estimated at {verdict.estimate:,} tokens in the new window", dim=True)
+        screen.note(f"[i] the history is estimated at {verdict.estimate:,} tokens in {where}", dim=True)
 
 
 # -- /status -------------------------------------------------------------------------------------
@@ -318,7 +317,11 @@ def _switch(state: ConsoleState, path: Path, *, private: bool, verb: str) -> Non
         _fail(state, "resume" if not private else "new", f"{exc}; still in {old.path}")
         return
     old.close()
-    state.screen.note(f"[i] {verb}: {session.path} ({len(agent.history)} messages); the last one stays saved")
+    count = len(agent.history)
+    state.screen.note(
+        f"[i] {verb}: {session.path} ({count} message{'s' if count != 1 else ''}); the last one stays saved"
+    )
+    _measure(state, "the window")
 
 
 # -- the commands that were here before ----------------------------------------------------------
