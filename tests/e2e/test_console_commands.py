@@ -237,3 +237,31 @@ def test_new_starts_a_session_and_the_resume_picker_continues_the_first(pane, en
     users = [[m["content"] for m in r.body["messages"] if m["role"] == "user"] for r in model.requests]
     assert users[1] == ["a fresh start"]
     assert users[2] == ["remember the word apricot", "which word?"]
+
+
+def test_a_smaller_window_compacts_before_the_next_request(pane, env, dirs, project, plugins):
+    plugins("compact")
+    (dirs["config"] / "compact.json").write_bytes(orjson.dumps({"mode": "local", "keep_recent": 1}))
+    steps = [{"text": LONG_ANSWER}, {"text": "short answer"}, {"text": "answer in the small window"}]
+    small = {"model": "scripted-1", "max_tokens": 256, "budget": {"context_window": 3000}}
+    config = _config("", budget={"context_window": 50000}, models={"small-window": small})
+    with ScriptedModel(steps) as model:
+        config["base_url"] = model.base_url
+        _start(pane, env, dirs, project, config)
+        pane.keys("explain the parser", "Enter")
+        _turns(pane, 1)
+        pane.keys("and briefly?", "Enter")
+        _turns(pane, 2)
+        pane.keys("/model small-window", "Enter")
+        pane.wait_text("the next request compacts first")
+        pane.keys("go on", "Enter")
+        _turns(pane, 3)
+        screen = pane.screen()
+        pane.keys("/exit", "Enter")
+        assert pane.wait_exit() == 0
+    assert "window 3,000 tokens" in screen and "· 1 compaction" in screen
+    assert len(model.requests) == 3  # a local summary: no summary request
+    last = model.requests[2].body
+    assert last["max_completion_tokens"] == 256 or last.get("max_tokens") == 256
+    sent = orjson.dumps(last["messages"]).decode()
+    assert "<continuation_summary>" in sent and "Step 79: the parser" not in sent

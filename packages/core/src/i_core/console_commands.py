@@ -198,10 +198,15 @@ def _measure(state: ConsoleState, where: str) -> None:
         return
     agent.stats.last_budget = check.verdict.raw
     verdict = check.verdict
+    size = f"estimated at {verdict.estimate:,} tokens" if verdict.estimate is not None else "measured"
     if not verdict.fits:
         screen.note(f"[i] the history does not fit {where} ({verdict.explain()}): the next request compacts first")
-    elif verdict.estimate is not None:
-        screen.note(f"[i] the history is estimated at {verdict.estimate:,} tokens in {where}", dim=True)
+    elif verdict.recommend_compact and agent.hooks.has("compact_plan"):
+        screen.note(
+            f"[i] the history is {size}, over the compaction trigger in {where}: the next request compacts first"
+        )
+    else:
+        screen.note(f"[i] the history is {size} in {where}", dim=True)
 
 
 # -- /status -------------------------------------------------------------------------------------
