@@ -265,3 +265,19 @@ def test_a_smaller_window_compacts_before_the_next_request(pane, env, dirs, proj
     assert last["max_completion_tokens"] == 256 or last.get("max_tokens") == 256
     sent = orjson.dumps(last["messages"]).decode()
     assert "<continuation_summary>" in sent and "Step 79: the parser" not in sent
+
+
+def test_mid_turn_a_path_is_queued_as_text_and_a_command_waits_for_the_prompt(pane, env, dirs, project):
+    steps = [{"text": "a slow answer", "delay": 3}, {"text": "got: {{last_user_message}}"}]
+    with ScriptedModel(steps) as model:
+        _start(pane, env, dirs, project, _config(model.base_url))
+        pane.keys("first", "Enter")
+        pane.wait_for(lambda: bool(model.requests), "the first request")
+        pane.keys("/usr/lib/x is broken", "Enter")
+        pane.wait_text("[i] queued for the next request: /usr/lib/x is broken")
+        pane.keys("/status", "Enter")
+        pane.wait_text("got: /usr/lib/x is broken")
+        pane.wait_text("[i] this console: 2 model request(s)")
+        pane.keys("/exit", "Enter")
+        assert pane.wait_exit() == 0
+    assert _user_text(model.requests[1]) == "/usr/lib/x is broken"
