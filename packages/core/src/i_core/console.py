@@ -185,7 +185,13 @@ def _request(registry: Registry, typed: str, screen: Screen) -> object:
         return None
     if isinstance(parsed, Text):
         return parsed.text
-    result = parsed.command.run(parsed.args)
+    try:
+        result = parsed.command.run(parsed.args)
+    except KeyboardInterrupt as exc:  # a long /compact: back to the prompt, nothing of it committed
+        stop_interrupted(exc)
+        screen.interrupted()
+        screen.note(f"[i] {typed.split()[0]} cancelled; nothing it had not finished was kept", dim=True)
+        return None
     return result if result is EXIT or isinstance(result, str) else None
 
 
