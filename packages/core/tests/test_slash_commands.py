@@ -5,6 +5,7 @@ which config ``/model NAME`` switches to."""
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,18 @@ def test_model_names_switch_to_an_entry_the_top_level_or_another_model_on_the_sa
     assert (back.model, back.prices, back.models) == ("small", root.prices, {})
     other = chosen_config(root, root, "tiny-1", "responses")
     assert (other.model, other.protocol, other.prices, other.budget) == ("tiny-1", "responses", None, root.budget)
+
+
+def test_models_entries_keep_the_top_level_provider_resolved_against_config_json_s_folder(tmp_path: Path):
+    (tmp_path / "providers").mkdir()
+    script = tmp_path / "providers" / "p.py"
+    script.write_text("")
+    raw = {
+        "base_url": "http://127.0.0.1:1/v1",
+        "model": "m",
+        "provider": {"exec": [sys.executable, "p.py"], "cwd": "providers"},
+        "models": {"vendor/other-model": {}},
+    }
+    config = parse_api_config(raw, str(tmp_path / "config.json"))
+    assert config.models["vendor/other-model"].provider == config.provider
+    assert config.provider is not None and config.provider.cwd == str((tmp_path / "providers").resolve())

@@ -280,7 +280,9 @@ def _models(raw: dict[str, Any], source: str) -> dict[str, ApiConfig]:
     entries = raw.get("models", {})
     if not isinstance(entries, dict):
         raise ConfigError(f"{source}: models must be an object of NAME: {{model, protocol, budget, prices, ...}}")
-    base = {key: value for key, value in raw.items() if key != "models"}
+    # The provider is the top level's, resolved against config.json's folder (not re-read per entry).
+    base = {key: value for key, value in raw.items() if key not in ("models", "provider")}
+    provider = _provider(raw.get("provider"), source) if entries else None
     result: dict[str, ApiConfig] = {}
     for name, entry in entries.items():
         where = f"{source}: models.{name}"
@@ -299,7 +301,7 @@ def _models(raw: dict[str, Any], source: str) -> dict[str, ApiConfig]:
             merged["budget"] = {**base["budget"], **entry["budget"]}
         if "prices" not in entry and merged["model"] != base.get("model"):
             merged.pop("prices", None)  # another model's prices would be wrong
-        result[name] = parse_api_config(merged, where)
+        result[name] = replace(parse_api_config(merged, where), provider=provider)
     return result
 
 
