@@ -5,6 +5,7 @@ which config ``/model NAME`` switches to."""
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -165,9 +166,11 @@ def test_custom_command_files_that_are_too_large_or_not_utf8_are_left_out(tmp_pa
     folder.mkdir()
     (folder / "big.md").write_bytes(b"x" * (64 * 1024 + 1))
     (folder / "latin.md").write_bytes(b"caf\xe9\n")
+    os.mkfifo(folder / "pipe.md")  # never waited on: only a regular file is read
     commands, problems = load_commands([("user", folder)], set())
     assert commands == []
     assert any("larger than 64 KiB" in p for p in problems) and any("not UTF-8" in p for p in problems)
+    assert any("pipe.md: cannot be read: " in p and "not a regular file" in p for p in problems)
 
 
 def test_no_command_folder_is_no_command_and_no_problem(tmp_path: Path):

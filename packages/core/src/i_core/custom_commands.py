@@ -18,6 +18,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from i_protocol.errors import FileTooLarge
+from i_protocol.files import read_bytes
+
 from .errors import os_problem
 
 MAX_COMMAND_BYTES = 64 * 1024
@@ -87,13 +90,12 @@ def load_commands(folders: list[tuple[str, Path]], reserved: set[str]) -> tuple[
 
 def _read(path: Path, name: str, origin: str, problems: list[str]) -> CustomCommand | None:
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_COMMAND_BYTES + 1)
-    except OSError as exc:
-        problems.append(f"{path}: cannot be read: {os_problem(exc)}; left out")
-        return None
-    if len(raw) > MAX_COMMAND_BYTES:
+        raw = read_bytes(path, MAX_COMMAND_BYTES, what="the command file")
+    except FileTooLarge:
         problems.append(f"{path}: larger than {MAX_COMMAND_BYTES // 1024} KiB; left out")
+        return None
+    except OSError as exc:  # a FIFO or a device too: only a regular file is read
+        problems.append(f"{path}: cannot be read: {os_problem(exc)}; left out")
         return None
     try:
         text = raw.decode("utf-8")
