@@ -54,7 +54,6 @@ _TOP_FIELDS = {
 }
 _MODEL_ENTRY_FIELDS = _TOP_FIELDS - {"models", "io_limit_bytes", "archive_max_bytes", "provider"}
 """What an entry of ``models`` may set (``/model NAME`` in the console); the rest is the top level's."""
-_MODEL_NAME = re.compile(r"[^\s]{1,128}")
 _PROVIDER_FIELDS = ("exec", "cwd", "api_key_env")
 
 
@@ -286,7 +285,7 @@ def _models(raw: dict[str, Any], source: str) -> dict[str, ApiConfig]:
     result: dict[str, ApiConfig] = {}
     for name, entry in entries.items():
         where = f"{source}: models.{name}"
-        if not _MODEL_NAME.fullmatch(name):
+        if not 1 <= len(name) <= 128 or any(c.isspace() for c in name):
             raise ConfigError(f"{source}: models: {name!r} is not a name (1-128 characters, no spaces)")
         if not isinstance(entry, dict):
             raise ConfigError(f"{where} must be an object of config.json fields")

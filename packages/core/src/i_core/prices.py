@@ -11,7 +11,6 @@ price: without ``prices`` no cost is shown.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,7 @@ from .errors import ConfigError
 PRICE_FIELDS = ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok")
 FIELDS = (*PRICE_FIELDS, "currency")
 MAX_PRICE = 100_000
-_CURRENCY = re.compile(r"[A-Za-z$€£¥]{1,8}")
+_CURRENCY_SIGNS = "$€£¥"
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,11 @@ def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def _is_currency(label: str) -> bool:
+    # No pattern compiled: config.json is read on every start.
+    return 1 <= len(label) <= 8 and all((c.isascii() and c.isalpha()) or c in _CURRENCY_SIGNS for c in label)
+
+
 def parse_prices(raw: object, where: str) -> Prices | None:
     """``prices`` validated (absent: None); every problem is a ConfigError naming the field."""
     if raw is None:
@@ -80,7 +84,7 @@ def parse_prices(raw: object, where: str) -> Prices | None:
             )
         values[name] = None if value is None else float(value)
     currency = raw.get("currency", "USD")
-    if not isinstance(currency, str) or not _CURRENCY.fullmatch(currency):
+    if not isinstance(currency, str) or not _is_currency(currency):
         raise ConfigError(f"{where}: prices.currency must be a short label such as USD, got {currency!r}")
     assert values["input_per_mtok"] is not None and values["output_per_mtok"] is not None
     return Prices(
