@@ -155,3 +155,12 @@ def test_the_budget_verdict_is_the_one_reader_of_a_budget_answer():
     }
     assert BudgetVerdict.find({"budget_result": {"estimate": 1}}) is None
     assert BudgetVerdict.find({"history": []}) is None
+
+
+def test_before_compact_says_whether_the_focus_was_used():
+    sent = {"messages": [], "cut": 2, "state": {}, "model": "m", "budget": {}, "focus": "the parser"}
+    assert parse_request("before_compact", sent)["focus"] == "the parser"
+    assert parse_answer("before_compact", {"summary": "s", "focus_used": True}, sent).focus_used is True
+    assert parse_answer("before_compact", {**sent, "summary": "s"}, sent).focus_used is False  # returned unchanged
+    with pytest.raises(EventError, match="before_compact answer, field focus_used: returned focus_used 'yes'"):
+        parse_answer("before_compact", {"summary": "s", "focus_used": "yes"}, sent)

@@ -22,6 +22,7 @@ def test_hello_names_the_package_and_its_extensions():
         "chunks",
         "config_kind",
         "cut_estimates",
+        "focus",
         "previous_attempt",
         "summary_request_overhead",
     ]

@@ -219,6 +219,46 @@ class Agent:
         if self.history:
             self.budget.usable_anchor(self.history, self.tool_schemas)  # a poisoned anchor is repaired at load
 
+    def use_session(self, session: Session) -> None:
+        """Go on in another session (the console's ``/new`` and ``/resume``): its own checkpoints,
+        usage anchor and history; the model, the approvals given and plan mode stay."""
+        self.session = session
+        self.checkpoints = Checkpoints(self.hooks, session, self.runtime.workspace)
+        self._use_budget(Budget(self.hooks, self.config, session.meta))
+        self._archived_ids = (None, frozenset())
+        self.stats.last_budget = None
+        self.model.last_usage = None  # the last request's usage was another session's
+        self.history = []
+        self.start()
+
+    def use_config(self, config: ApiConfig) -> None:
+        """Send the next requests with ``config`` (the console's ``/model``), history kept.
+
+        The protocol is checked first (a ConfigError changes nothing). Another model or protocol
+        drops the usage anchor (it holds for the same model only, SPEC §4); the budget then uses the
+        new window and density key, and compacts before the next request when that needs it.
+        """
+        model = ModelClient(config, self.hooks, stream=self.options.stream)
+        for observer in self.model.observers:
+            model.observe(observer)
+        self.model.close()
+        self.model = model
+        if (config.model, config.protocol, config.origin) != (
+            self.config.model,
+            self.config.protocol,
+            self.config.origin,
+        ):
+            self.session.meta.pop("usage_anchor", None)
+        self.config = config
+        self._use_budget(Budget(self.hooks, config, self.session.meta))
+        self.stats.last_budget = None
+
+    def _use_budget(self, budget: Budget) -> None:
+        self.budget.close()
+        budget.warn = self.options.notice
+        self.budget = budget
+        self.tools.budget = budget
+
     def checkpoint(self, history: list[dict[str, Any]] | None = None) -> None:
         """Save a complete state (the current history, or ``history``) through the save hooks."""
         self.checkpoints.save(self.history if history is None else history)
@@ -385,9 +425,15 @@ class Agent:
         return working, check
 
     def compact(
-        self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *, force: bool = False
+        self,
+        history: list[dict[str, Any]],
+        check: BudgetCheck | None = None,
+        *,
+        force: bool = False,
+        focus: str | None = None,
     ) -> Outcome:
         """One compaction attempt over ``history``; a committed one becomes the session's history.
+        ``focus``: what ``/compact FOCUS`` asks the summary to keep (the compactor may ignore it).
 
         The committed candidate's replaced messages are archived first (``archive``), then the last
         full backup (``.precompact.json``) is written, then the checkpoint whose meta records them.
@@ -416,6 +462,7 @@ class Agent:
             self.options.progress,
             cite,
             notice=self.options.notice,
+            focus=focus,
         )
         self.stats.compact_attempts += 1
         outcome = compactor.run(history, check, force=force)

@@ -187,8 +187,9 @@ def _api_config(args: argparse.Namespace, paths: Paths, redactor: Redactor) -> A
     config = load_api_config(Path(args.config) if args.config else Path(paths.config_dir) / "config.json")
     if getattr(args, "model", None):  # for this run: the usage anchor is the same model's only (SPEC §4)
         config = dataclasses.replace(config, model=args.model)
-    if config.api_key_env:
-        redactor.add(config.api_key_env, config.api_key())
+    for each in (config, *config.models.values()):  # /model may switch to any of them
+        if each.api_key_env:
+            redactor.add(each.api_key_env, each.api_key())
     missing = config.api_key_env and config.api_key() is None
     if missing and (urlsplit(config.base_url).hostname or "") not in _LOOPBACK:
         raise ConfigError(f"{config.source}: the environment variable {config.api_key_env} (api_key_env) is not set")
@@ -366,6 +367,7 @@ def _run(
     finally:
         screen.end_answer()
         agent.close()
+        session = agent.session  # the console's /new and /resume may have moved the agent to another
         session.close()
         if args.json:
             _print_json_result(agent, session.path, answer, meter, failure, redactor)

@@ -102,6 +102,8 @@ class Outcome:
     """The budget answer for the candidate: the request the agent sends next."""
     state: dict[str, Any] = field(default_factory=dict)
     backup: str | None = None
+    focus_used: bool = False
+    """The compactor reported that it used the ``focus`` it was given (``focus_used: true``)."""
 
     def refused(self, check: str, reason: str) -> Outcome:
         """This outcome, turned into a refusal by a later step (e.g. the save)."""
@@ -154,6 +156,8 @@ class Compactor:
     """The recall citation for the messages a candidate replaces (the caller archives them on commit)."""
     notice: Callable[[str], None] = lambda _message: None
     """A line the user must see (a summary that did not finish, planned again)."""
+    focus: str | None = None
+    """``/compact FOCUS``: sent as ``focus`` in ``compact_plan`` and ``before_compact`` (SPEC §3.4)."""
 
     def run(self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *, force: bool = False) -> Outcome:
         """Try to compact ``history``; never raises for a declined or failed attempt. A refused worker
@@ -207,7 +211,7 @@ class Compactor:
         # 1-3: plan, checked. The core resets cut so that nothing can inherit one from the budget provider.
         # Hooks read summaries without the core's recall citation, which each commit writes anew.
         history = [without_citation(message) for message in history]
-        plan_data = {**check.output, "history": history, "cut": None, "force": force}
+        plan_data = {**check.output, "history": history, "cut": None, "force": force, **self._focus()}
         plan: CompactPlan = self.hooks.checked("compact_plan", plan_data)
         replans = _Replans()
         while True:
@@ -263,8 +267,10 @@ class Compactor:
                 "budget": self.config.budget,
                 "workspace": self.workspace,
                 **self._overhead(check),
+                **self._focus(),
             },
         )
+        outcome.focus_used = prepared.focus_used
         summary = prepared.summary if prepared.summary is not None else self._model_summary(prepared)
         # 5: post-process; after_compact may ask for further requests (bounded rounds).
         summary, state = self._post_process(summary, prepared.state)
@@ -279,6 +285,9 @@ class Compactor:
         except HistoryError as exc:
             raise CompactionError("invalid_candidate", f"the compacted history is invalid: {exc}") from exc
         return candidate, summary
+
+    def _focus(self) -> dict[str, str]:
+        return {"focus": self.focus} if self.focus else {}
 
     def _overhead(self, check: BudgetCheck) -> dict[str, Any]:
         """``summary_request_overhead`` for a compactor that declared it (SPEC §3.4): what the core's

@@ -1,6 +1,7 @@
-"""The line console: ``i`` on a terminal. A prompt (readline), a request per line, ``/compact`` and
-``/exit``; while a turn runs, lines typed are queued for the steering worker (``LineQueue``) and
-Ctrl-C cancels the turn (nothing after the last checkpoint stays).
+"""The line console: ``i`` on a terminal. A prompt (readline), a request per line or several
+(``line_input``), slash commands from one registry (``commands``, ``console_commands``); while a
+turn runs, lines typed are queued for the steering worker (``LineQueue``) and Ctrl-C cancels the
+turn (nothing after the last checkpoint stays).
 
 Loaded only when stdin and stderr are a terminal and no task is given (``app``); what every path
 shows is in ``screen``, the approval question in ``approval_prompt``.
@@ -15,19 +16,22 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from . import line_input
 from .attach import ConsoleInput, install_completion
 from .brand import can_draw_blocks, render_text
-from .compaction import describe
+from .commands import Registry, Text, Unknown
+from .console_commands import EXIT, ConsoleState, console_registry
 from .errors import CoreError
 from .interrupt import stop_interrupted
+from .line_input import read_request
 from .screen import Screen, answer_turn, status_line
-from .undo import undo_command
+from .usage_totals import UsageTotals
 
 try:
     import readline
@@ -38,8 +42,8 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 WELCOME = (
-    "i — type a request; while it runs, type to queue more; Ctrl-C cancels; @path attaches a file, !cmd runs "
-    "a command; /compact, /undo [N], /plan, /act, /more, /exit"
+    "i — type a request (end a line with \\ or press Alt-Enter for more lines); while it runs, type to queue "
+    "more; Ctrl-C cancels; @path attaches a file, !cmd runs a command; /help lists the commands, /exit leaves"
 )
 
 
@@ -63,6 +67,8 @@ class LineQueue:
         self._buffer = b""
         self.queued: list[str] = []
         self.commands: list[str] = []
+        self.is_command: Callable[[str], bool] = lambda text: text.startswith("/")
+        """Whether a line typed mid-turn is a console command (run at the prompt), not steering text."""
 
     def start(self) -> None:
         """Read the terminal on a background thread (while a turn runs)."""
@@ -99,7 +105,7 @@ class LineQueue:
             while b"\n" in self._buffer:
                 line, self._buffer = self._buffer.split(b"\n", 1)
                 text = line.decode("utf-8", "replace").strip()
-                if text.startswith("/"):
+                if self.is_command(text):
                     self.commands.append(text)  # a console command, run when the prompt is back
                 elif text:
                     self.add(text)
@@ -123,11 +129,18 @@ class LineQueue:
 
 
 def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
-    """Read requests at the prompt and run each until EOF, ``/exit`` or a second Ctrl-C."""
+    """Read requests at the prompt and run each until EOF, ``/exit`` or a second Ctrl-C; a line
+    that names a command (``commands``) runs it instead, and an unknown ``/word`` is refused."""
     screen.note(WELCOME)
+    line_input.set_up(readline)
     inputs = ConsoleInput(agent, screen, reader)
     if readline is not None:
         install_completion(readline, Path(agent.runtime.workspace), screen)
+    totals = UsageTotals(lambda: agent.config.prices)
+    agent.model.observe(totals)
+    state = ConsoleState(agent, screen, input, agent.config, totals)
+    registry = console_registry(state)
+    reader.is_command = lambda text: not isinstance(registry.parse(text), Text)
     prefill = ""
     armed = False  # the last thing was a Ctrl-C: one more at the prompt exits
     while True:
@@ -146,50 +159,20 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
             continue
         prefill = ""
         armed = False
-        text = line.strip()
-        if not text:
-            continue
-        if text in ("/exit", "/quit"):
+        typed = line.strip()
+        text = _request(registry, typed, screen)
+        if text is EXIT:
             return
-        if text.startswith("!"):
+        if not isinstance(text, str):
+            continue
+        if typed.startswith("!"):
             inputs.run_command(text[1:].strip())
-            continue
-        if text == "/more" or text.startswith("/more "):
-            screen.note(
-                screen.activity.more(text[5:]) if screen.activity else "[i] no tool activity is shown (--quiet)"
-            )
-            continue
-        if text == "/undo" or text.startswith("/undo "):
-
-            def yes(question: str) -> bool:
-                screen.note(f"[i] {question} [y/N]: ", end="")
-                return sys.stdin.readline().strip().lower() in ("y", "yes")
-
-            try:
-                undo_command(agent, text[5:].strip(), screen.note, yes)
-            except CoreError as exc:
-                screen.failure(f"i: {exc}")
-            continue
-        if text in ("/plan", "/act"):
-            agent.set_plan(text == "/plan")
-            screen.note(
-                "[i] plan mode: read and search only; the model is asked for a plan; /act carries it out"
-                if text == "/plan"
-                else "[i] normal mode: write, edit and shell are available again, with your approval",
-                dim=True,
-            )
-            continue
-        if text == "/compact":
-            try:
-                screen.note(describe(agent.compact(agent.history, force=True)))
-            except CoreError as exc:
-                screen.failure(f"i: {exc}")
             continue
         attached = inputs.attachments(text)
         if not _typed_turn(agent, text, screen, reader, attached):
             inputs.pending = [part for part in attached if "_command" in part]  # kept for the next try
             reader.take_partial()  # cancelled: the request itself comes back at the prompt
-            prefill, armed = text, True
+            prefill, armed = typed, True
             continue
         partial = reader.take_partial()
         if partial:
@@ -200,9 +183,31 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
             _queued_turn(agent, screen, reader)
 
 
+def _request(registry: Registry, typed: str, screen: Screen) -> object:
+    """What a line asks for: the request text to send, ``EXIT``, or None (nothing to send: empty, a
+    command that ran, an unknown command refused in one line)."""
+    if not typed:
+        return None
+    parsed = registry.parse(typed)
+    if isinstance(parsed, Unknown):
+        screen.failure(f"i: {parsed.message}")
+        return None
+    if isinstance(parsed, Text):
+        return parsed.text
+    try:
+        result = parsed.command.run(parsed.args)
+    except KeyboardInterrupt as exc:  # a long /compact: back to the prompt, nothing of it committed
+        stop_interrupted(exc)
+        screen.interrupted()
+        screen.note(f"[i] {typed.split()[0]} cancelled; nothing it had not finished was kept", dim=True)
+        return None
+    return result if result is EXIT or isinstance(result, str) else None
+
+
 def _prompt(reader: LineQueue, prefill: str) -> str:
     """The next line: a console command typed while a turn ran, else what the user types at ``> ``
-    (``prefill`` already in the line: a cancelled request, or what was typed when the turn ended)."""
+    (``prefill`` already in the line: a cancelled request, or what was typed when the turn ended);
+    a trailing backslash goes on to the next line (``line_input``)."""
     if readline is not None and prefill:
 
         def insert(text: str = prefill) -> None:
@@ -210,7 +215,7 @@ def _prompt(reader: LineQueue, prefill: str) -> str:
 
         readline.set_startup_hook(insert)
     try:
-        return reader.commands.pop(0) if reader.commands else input("> ")
+        return reader.commands.pop(0) if reader.commands else read_request(input)
     finally:
         if readline is not None:
             readline.set_startup_hook(None)

@@ -36,6 +36,7 @@ from .archive import DEFAULT_MAX_BYTES as DEFAULT_ARCHIVE_MAX_BYTES
 from .errors import ConfigError, blocking_file
 from .jsonfile import read_json_object
 from .manifest import Exec, parse_exec
+from .prices import Prices, parse_prices
 from .providers.omission import OMITTABLE
 from .providers.reply import RESERVED_FIELDS
 
@@ -60,7 +61,11 @@ _TOP_FIELDS = {
     "retries",
     "provider",
     "omit_fields",
+    "prices",
+    "models",
 }
+_MODEL_ENTRY_FIELDS = _TOP_FIELDS - {"models", "io_limit_bytes", "archive_max_bytes", "provider"}
+"""What an entry of ``models`` may set (``/model NAME`` in the console); the rest is the top level's."""
 _PROVIDER_FIELDS = ("exec", "cwd", "api_key_env")
 
 
@@ -87,6 +92,10 @@ class ApiConfig:
     """The provider worker config.json binds, resolved against its folder (None: none named here)."""
     omit_fields: tuple[str, ...] = ()
     """Request fields left out for a server that refuses them (``providers/omission.py``)."""
+    prices: Prices | None = None
+    """What this model's tokens cost (``prices``; ``/status`` shows the cost only with them)."""
+    models: dict[str, ApiConfig] = field(default_factory=dict)
+    """``models``: the configs the console's ``/model NAME`` switches to, each validated in full."""
 
     def api_key(self, environ: dict[str, str] | None = None) -> str | None:
         """The key read from the named environment variable at call time (never stored)."""
@@ -243,7 +252,41 @@ def _parse(raw: dict[str, Any], file: str) -> ApiConfig:
         ),
         provider=_provider(raw.get("provider"), file),
         omit_fields=_omit_fields(raw, file),
+        prices=parse_prices(raw.get("prices"), file),
+        models=_models(raw, file),
     )
+
+
+def _models(raw: dict[str, Any], source: str) -> dict[str, ApiConfig]:
+    """``models``: ``{NAME: {fields}}``, each entry the top level with its fields over it (``budget``
+    merged key by key; ``model`` defaults to NAME; ``prices`` carried over only for the same model),
+    validated as a whole config.json is."""
+    entries = raw.get("models", {})
+    if not isinstance(entries, dict):
+        raise ConfigError(f"{source}: models must be an object of NAME: {{model, protocol, budget, prices, ...}}")
+    # The provider is the top level's, resolved against config.json's folder (not re-read per entry).
+    base = {key: value for key, value in raw.items() if key not in ("models", "provider")}
+    provider = _provider(raw.get("provider"), source) if entries else None
+    result: dict[str, ApiConfig] = {}
+    for name, entry in entries.items():
+        where = f"{source}: models.{name}"
+        if not 1 <= len(name) <= 128 or any(c.isspace() for c in name):
+            raise ConfigError(f"{source}: models: {name!r} is not a name (1-128 characters, no spaces)")
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be an object of config.json fields")
+        unknown = sorted(set(entry) - _MODEL_ENTRY_FIELDS)
+        if unknown:
+            raise ConfigError(
+                f"{where}: field(s) {', '.join(unknown)} cannot be set per model; "
+                f"known: {', '.join(sorted(_MODEL_ENTRY_FIELDS))}"
+            )
+        merged = {**base, "model": name, **entry}
+        if isinstance(base.get("budget"), dict) and isinstance(entry.get("budget"), dict):
+            merged["budget"] = {**base["budget"], **entry["budget"]}
+        if "prices" not in entry and merged["model"] != base.get("model"):
+            merged.pop("prices", None)  # another model's prices would be wrong
+        result[name] = replace(parse_api_config(merged, where), provider=provider)
+    return result
 
 
 def _omit_fields(raw: dict[str, Any], file: str) -> tuple[str, ...]:

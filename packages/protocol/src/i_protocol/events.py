@@ -120,6 +120,7 @@ class CompactPlanRequest(TypedDict):
     force: NotRequired[bool]
     previous_attempt: NotRequired[PreviousAttempt]
     state: NotRequired[Json]
+    focus: NotRequired[str]
 
 
 class SummaryRequestOverhead(TypedDict):
@@ -135,6 +136,7 @@ class BeforeCompactRequest(TypedDict):
     budget: Json
     workspace: NotRequired[str | None]
     summary_request_overhead: NotRequired[SummaryRequestOverhead]
+    focus: NotRequired[str]
 
 
 class AfterCompactRequest(TypedDict):
@@ -329,6 +331,7 @@ class BeforeCompactAnswer(TypedDict, total=False):
     retained_images: list[object]
     max_tokens: int
     state: Json
+    focus_used: bool
 
 
 class AfterCompactAnswer(TypedDict, total=False):
@@ -473,6 +476,8 @@ class PreparedSummary:
     summary_images: list[Any]
     retained_images: list[Any]
     """Image parts that stay in the summary message (the host checks them)."""
+    focus_used: bool = False
+    """The compactor used the request's ``focus`` (extension ``focus``); absent: it did not say so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -721,10 +726,13 @@ def _before_compact(answer: Json, sent: Json) -> PreparedSummary:
     if cap is not None and not _positive_int(cap):
         raise EventError(event, "max_tokens", f"returned max_tokens {cap!r}, not a positive integer", check=invalid)
     state = _state(answer, sent)
+    used = answer.get("focus_used", False)
+    if not isinstance(used, bool):
+        raise EventError(event, "focus_used", f"returned focus_used {used!r}, not true or false", check=invalid)
     if "summary" in answer:
         if not _text(answer["summary"]):
             raise EventError(event, "summary", "returned an empty or non-text local summary", check=invalid)
-        return PreparedSummary(state, answer["summary"], (), cap, images, retained)
+        return PreparedSummary(state, answer["summary"], (), cap, images, retained, used)
     chunks = answer.get("chunks")
     if chunks is None:
         requests: tuple[SummaryRequest, ...] = (_summary_request(event, answer, "", "prompt"),)
@@ -735,7 +743,7 @@ def _before_compact(answer: Json, sent: Json) -> PreparedSummary:
         requests = tuple(
             _summary_request(event, chunk, f"in chunks[{i}] ", f"chunks[{i}]") for i, chunk in enumerate(chunks)
         )
-    return PreparedSummary(state, None, requests, cap, images, retained)
+    return PreparedSummary(state, None, requests, cap, images, retained, used)
 
 
 def _after_compact(answer: Json, sent: Json) -> Revision:

@@ -22,6 +22,7 @@ worker.extensions = (
     "after_compact_rounds",
     "chunks",
     "cut_estimates",
+    "focus",
     "previous_attempt",
     "summary_request_overhead",
 )

@@ -5,12 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from i_protocol import Request
+from i_protocol.jsonsafe import replace_surrogates as scrub
 
 from .. import diagnostics as diag
 from ..errors import CompactError
 from ..failure import fail, load_config
+from ..redact import redact
 from ..settings import image_mode
 from ..state import CompactState
+
+MAX_FOCUS = 2000
 
 
 def before_compact(data: dict[str, Any], request: Request, worker_line: str) -> dict[str, Any]:
@@ -29,10 +33,27 @@ def before_compact(data: dict[str, Any], request: Request, worker_line: str) -> 
         out["state"] = state.to_json()
         return out
     out.pop("summary", None)
+    focus = focus_text(data)
     if config.mode == "local" or (state.fallback == "local" and state.cut == data.get("cut")):
         from .local import local_route
 
-        return local_route(out, state, config, images)
+        return _focused(local_route(out, state, config, images, focus), focus)
     from .model import model_route
 
-    return model_route(out, state, config, images, request)
+    return _focused(model_route(out, state, config, images, request, focus), focus)
+
+
+def focus_text(data: dict[str, Any]) -> str | None:
+    """The ``/compact FOCUS`` text (extension ``focus``) on one line, secret values redacted, at most
+    ``MAX_FOCUS`` characters."""
+    focus = data.get("focus")
+    if not isinstance(focus, str) or not focus.strip():
+        return None
+    return redact(scrub(" ".join(focus.split())))[:MAX_FOCUS]
+
+
+def _focused(out: dict[str, Any], focus: str | None) -> dict[str, Any]:
+    """The answer says it used the focus (``focus_used``): both routes always do."""
+    if focus is not None:
+        out["focus_used"] = True
+    return out

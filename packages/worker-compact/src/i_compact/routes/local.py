@@ -13,9 +13,15 @@ from ..settings import CompactConfig
 from ..state import CompactState
 from ..state_record import record_text
 
+FOCUS_LINE = "Focus the user asked this compaction to keep (/compact): {focus}\n\n"
 
-def local_route(out: dict[str, Any], state: CompactState, config: CompactConfig, images: str) -> dict[str, Any]:
-    """``out`` with the local ``summary`` (and the images it keeps) and the updated state."""
+
+def local_route(
+    out: dict[str, Any], state: CompactState, config: CompactConfig, images: str, focus: str | None = None
+) -> dict[str, Any]:
+    """``out`` with the local ``summary`` (and the images it keeps) and the updated state. An
+    extractive summary cannot weigh its content by a focus: ``focus`` is kept verbatim at its top, so
+    the model that reads the summary knows what the user wants kept in view."""
     from ..local_summary import local_summary
     from ..transcript import analyse, collect_images
 
@@ -38,6 +44,8 @@ def local_route(out: dict[str, Any], state: CompactState, config: CompactConfig,
         statement_room=on_top,
     )
     state.ledger = record_text(body)
+    if focus is not None:
+        body = FOCUS_LINE.format(focus=focus) + body
     out["summary"] = canonical(body)
     kept = collect_images(messages) if images == "keep" else []
     if kept:

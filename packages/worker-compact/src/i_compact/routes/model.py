@@ -18,6 +18,10 @@ DESCRIBE_NOTE = (
     "\n\nThe last {count} image(s) of the compacted messages are attached in transcript order "
     "(the [image #k] markers). Describe in the summary what each shows that matters for the task."
 )
+FOCUS_NOTE = (
+    "\n\nThe user asked this summary to focus on: {focus}\nKeep everything that matters for that in full "
+    "detail; what does not matter for it may be shortened (the facts the summary must keep still hold)."
+)
 SUMMARY_CAP_NOTE = (
     "\n\nThe context window is small: keep the whole summary under {words} words (it is cut off at "
     "{tokens} tokens, and a cut-off summary is discarded)."
@@ -25,12 +29,20 @@ SUMMARY_CAP_NOTE = (
 
 
 def model_route(
-    out: dict[str, Any], state: CompactState, config: CompactConfig, images: str, request: Request
+    out: dict[str, Any],
+    state: CompactState,
+    config: CompactConfig,
+    images: str,
+    request: Request,
+    focus: str | None = None,
 ) -> dict[str, Any]:
-    """``out`` with ``prompt`` + ``messages`` (or ``chunks``), or a cached ``summary``."""
+    """``out`` with ``prompt`` + ``messages`` (or ``chunks``), or a cached ``summary``; ``focus``
+    (``/compact FOCUS``) ends the prompt, so every chunk's and the cache key hold it."""
     from ..transcript import analyse, prepare
 
     base_prompt, source = _base_prompt(out, state, config, request)
+    if focus is not None:
+        base_prompt += FOCUS_NOTE.format(focus=focus)
     messages = out["messages"]
     analysis = analyse(messages)
     prepared = prepare(messages, analysis, images)
