@@ -256,7 +256,7 @@ def test_models_entries_are_whole_configs_over_the_top_level():
     ("models", "message"),
     [
         ({"x": {"provider": {"exec": ["p"]}}}, "models.x: field(s) provider cannot be set per model"),
-        ({"x": {"max_tokens": 0}}, "models.x: max_tokens must be between"),
+        ({"x": {"max_tokens": 0}}, "models.x: max_tokens must be an integer from 1 to"),
         ({"x": {"api_key": "sk-123"}}, "models.x: field(s) api_key cannot be set per model"),
         ({"x y": {}}, "is not a name"),
         ({"x": "big"}, "models.x must be an object"),

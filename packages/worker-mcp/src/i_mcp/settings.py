@@ -274,9 +274,7 @@ def _http_server(
     at = f"mcpServers.{name}"
     where = f"{source}: {at}"
     reject_unknown(entry, _HTTP_FIELDS, file=source, at=at)
-    allow_private = entry.get("allow_private", False)
-    if not isinstance(allow_private, bool):
-        raise McpConfigError(f"{where}.allow_private must be true or false, got {allow_private!r}")
+    allow_private = optional_bool(entry, "allow_private", False, file=source, at=at)
     if allow_private and not trusted:
         raise McpConfigError(
             f"{where}.allow_private: a project's .mcp.json cannot trust a private or loopback address; "
