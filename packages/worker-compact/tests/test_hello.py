@@ -21,6 +21,7 @@ def test_hello_names_the_package_and_its_extensions():
         "after_compact_rounds",
         "chunks",
         "cut_estimates",
+        "prepared",
         "previous_attempt",
         "summary_request_overhead",
     ]

@@ -48,6 +48,7 @@ _TOP_FIELDS = {
     "retries",
     "provider",
     "omit_fields",
+    "prepare",
 }
 _PROVIDER_FIELDS = ("exec", "cwd", "api_key_env")
 
@@ -75,6 +76,9 @@ class ApiConfig:
     """The provider worker config.json binds, resolved against its folder (None: none named here)."""
     omit_fields: tuple[str, ...] = ()
     """Request fields left out for a server that refuses them (``providers/omission.py``)."""
+    prepare: str = "auto"
+    """``auto``: the console prepares the next compaction's summary while the user reads
+    (``prepare.py``); ``off``: every summary is made at the trigger, in the foreground."""
 
     def api_key(self, environ: dict[str, str] | None = None) -> str | None:
         """The key read from the named environment variable at call time (never stored)."""
@@ -240,6 +244,9 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
         raise ConfigError(f"{source}: timeout must be a number of seconds between 1 and 3600")
     retries = _int(raw, "retries", source, 0, 10, 3)
     omit_fields = _omit_fields(raw.get("omit_fields", []), source)
+    prepare = raw.get("prepare", "auto")
+    if prepare not in ("auto", "off"):
+        raise ConfigError(f'{source}: prepare must be "auto" or "off", got {prepare!r}')
     assert isinstance(base_url, str)  # checked above, with the scheme and host
     return ApiConfig(
         protocol=protocol,
@@ -258,6 +265,7 @@ def parse_api_config(raw: dict[str, Any], source: str = "config.json") -> ApiCon
         archive_max_bytes=archive_max_bytes,
         provider=_provider(raw.get("provider"), source),
         omit_fields=omit_fields,
+        prepare=prepare,
     )
 
 

@@ -34,6 +34,7 @@ except ImportError:  # not on every platform: the prompt then has no line editin
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .prepare import Preparer
 
 WELCOME = (
     "i — type a request; while it runs, type to queue more; Ctrl-C cancels; /compact, /undo [N], /plan, /act, /exit"
@@ -119,8 +120,19 @@ class LineQueue:
         return text.strip()
 
 
-def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
-    """Read requests at the prompt and run each until EOF, ``/exit`` or a second Ctrl-C."""
+def run_console(agent: Agent, screen: Screen, reader: LineQueue, preparer: Preparer | None = None) -> None:
+    """Read requests at the prompt and run each until EOF, ``/exit`` or a second Ctrl-C.
+
+    ``preparer`` prepares the next compaction's summary while the prompt waits (``prepare``); it is
+    stopped as soon as a line, a Ctrl-C or the end of input arrives, before anything else runs."""
+    try:
+        _console_loop(agent, screen, reader, preparer)
+    finally:
+        if preparer is not None:
+            preparer.stop()
+
+
+def _console_loop(agent: Agent, screen: Screen, reader: LineQueue, preparer: Preparer | None) -> None:
     screen.note(WELCOME)
     prefill = ""
     armed = False  # the last thing was a Ctrl-C: one more at the prompt exits
@@ -131,6 +143,8 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
             screen.note("")
             return
         except KeyboardInterrupt:
+            if preparer is not None:
+                preparer.stop()  # Ctrl-C stops the work in the background too
             if armed:
                 screen.note("")
                 return
@@ -138,6 +152,8 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
             screen.note("\n[i] Ctrl-C again to exit", dim=True)
             prefill = ""
             continue
+        if preparer is not None:
+            preparer.stop()  # the user's line first: at most one worker call in flight is waited for
         prefill = ""
         armed = False
         text = line.strip()
@@ -182,6 +198,8 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
         if _pending(agent, reader) and not prefill:
             # Typed while the model worked and not delivered inside that turn: the next user message.
             _queued_turn(agent, screen, reader)
+        if preparer is not None:
+            preparer.start()  # a turn ended: the user reads and types now
 
 
 def _prompt(reader: LineQueue, prefill: str) -> str:

@@ -113,6 +113,18 @@ class PreviousAttempt(TypedDict):
     reason: str
 
 
+class PreparedOffer(TypedDict):
+    cut: int
+    summary_ref: str
+
+
+class PreparedGiven(TypedDict):
+    cut: int
+    summary_ref: str
+    summary: str
+    state: Json
+
+
 class CompactPlanRequest(TypedDict):
     history: list[Message]
     cut: None
@@ -120,6 +132,7 @@ class CompactPlanRequest(TypedDict):
     force: NotRequired[bool]
     previous_attempt: NotRequired[PreviousAttempt]
     state: NotRequired[Json]
+    prepared: NotRequired[PreparedOffer]
 
 
 class SummaryRequestOverhead(TypedDict):
@@ -135,6 +148,7 @@ class BeforeCompactRequest(TypedDict):
     budget: Json
     workspace: NotRequired[str | None]
     summary_request_overhead: NotRequired[SummaryRequestOverhead]
+    prepared: NotRequired[PreparedGiven]
 
 
 class AfterCompactRequest(TypedDict):
@@ -329,6 +343,7 @@ class BeforeCompactAnswer(TypedDict, total=False):
     retained_images: list[object]
     max_tokens: int
     state: Json
+    extends: str
 
 
 class AfterCompactAnswer(TypedDict, total=False):
@@ -473,6 +488,9 @@ class PreparedSummary:
     summary_images: list[Any]
     retained_images: list[Any]
     """Image parts that stay in the summary message (the host checks them)."""
+    extends: str | None = None
+    """The ``summary_ref`` of the prepared summary the ``requests`` extend (extension ``prepared``):
+    they cover only the messages after its cut, and the first goes with it as the summary so far."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -735,7 +753,10 @@ def _before_compact(answer: Json, sent: Json) -> PreparedSummary:
         requests = tuple(
             _summary_request(event, chunk, f"in chunks[{i}] ", f"chunks[{i}]") for i, chunk in enumerate(chunks)
         )
-    return PreparedSummary(state, None, requests, cap, images, retained)
+    extends = answer.get("extends")
+    if extends is not None and not isinstance(extends, str):
+        raise EventError(event, "extends", f"returned extends {extends!r}, not a summary_ref string", check=invalid)
+    return PreparedSummary(state, None, requests, cap, images, retained, extends)
 
 
 def _after_compact(answer: Json, sent: Json) -> Revision:

@@ -21,6 +21,7 @@ worker.extensions = (
     "after_compact_rounds",
     "chunks",
     "cut_estimates",
+    "prepared",
     "previous_attempt",
     "summary_request_overhead",
 )
