@@ -113,8 +113,8 @@ class Console:
         since = len(self.seen)
         start = time.monotonic()
         os.write(self.fd, text.encode() + b"\r")
-        self.until(b"compaction", since)
-        after = self.until(b"> ", since)
+        # The prompt after the status line (a prompt drawn before this turn may still be unread).
+        after = self.until(b"> ", self.until(b"compaction", since))
         elapsed = time.monotonic() - start
         counts = _STATUS.findall(self.seen[since:after])
         count = int(counts[-1]) if counts else self.compactions
