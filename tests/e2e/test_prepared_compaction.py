@@ -79,6 +79,27 @@ def test_the_compacting_turn_uses_the_summary_prepared_while_the_user_read(setup
     assert (project / ".i" / "sessions" / "s.precompact.json").exists()
 
 
+def test_a_prepared_summary_whose_candidate_no_longer_fits_is_not_used(setup, project):
+    log = ModelLog()
+    with ScriptedModel([responder(log, 0.0, 0.2)] * 40, context_window=12000) as model:
+        console = setup(model)
+        try:
+            prepared = _four_turns(console, log)
+            _wait(prepared)
+            time.sleep(scaled(1.5))
+            asked = len(model.requests)
+            # A long line (~3.6 x FILLER): the candidate at the prepared cut is over the capacity by
+            # the budget's estimate, so the plan cuts later and that prefix is summarised now.
+            since = len(console.seen)
+            _, compacted = console.turn(f"turn 4: {FILLER * 3}{FILLER[: len(FILLER) * 6 // 10]}")
+            assert compacted, console.seen[since:].decode(errors="replace")[-800:]
+            assert len(model.requests) == asked + 2, "the prepared summary was used although it did not fit"
+            assert console.close() == 0
+        finally:
+            console.kill()
+    assert len(_summaries(project)) == 1
+
+
 def test_prepare_off_makes_the_summary_at_the_trigger_as_before(setup, project):
     log = ModelLog()
     with ScriptedModel([responder(log, 0.0, 0.2)] * 40, context_window=9000) as model:
