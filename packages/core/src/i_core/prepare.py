@@ -3,7 +3,7 @@
 After a console turn ends, ``Preparer.start`` runs the compaction transaction's preparation
 (``Compactor.prepare``: ``context_budget``, ``compact_plan``, ``before_compact``, the summary
 request(s), ``after_compact``'s checks) on a thread of its own, ``i-compaction-prepare``, once the
-budget's estimate reaches ``PREPARE_SHARE`` of the compaction trigger. Nothing is committed and
+next turn is likely to reach the compaction trigger (``due``). Nothing is committed and
 nothing is written: the result (``compaction.Prepared``) stays in memory until the trigger offers it
 to the compactor (``compact_plan``'s ``prepared``), so a process killed mid-way leaves the session
 file exactly as the last turn saved it.
@@ -35,9 +35,20 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 PREPARE_SHARE = 0.7
-"""Prepare once the estimate is at least this share of the trigger: one or two turns ahead of it in
-a session whose turns each add a tenth of the window or more, so the summary is ready when the
-trigger comes; far enough ahead that a session which ends before its trigger rarely paid for one."""
+"""Never prepare below this share of the trigger: a session that ends before its trigger should
+rarely have paid for a summary."""
+
+
+def due(estimate: int, trigger: int, previous: int | None) -> bool:
+    """Whether to prepare now: at least ``PREPARE_SHARE`` of the trigger, and the next turn, growing
+    as much as the last one did (``previous``: the estimate after the turn before), would reach the
+    trigger. A summary made two turns early is wasted when the planner's cut moves in between (in
+    ``bench/compaction_stall.py`` one in two was); a next turn larger than the last compacts in the
+    foreground, as it would without preparation."""
+    if estimate < PREPARE_SHARE * trigger:
+        return False
+    growth = estimate - previous if previous is not None and previous < estimate else 0
+    return estimate + growth >= trigger
 
 
 class Preparer:
@@ -48,6 +59,8 @@ class Preparer:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._client: ModelClient | None = None
+        self.estimate: int | None = None
+        """The budget's estimate at the last preparation's check (what the next one measures growth by)."""
 
     def wanted(self) -> bool:
         """Whether a preparation could be used at all in this run."""
@@ -91,17 +104,18 @@ class Preparer:
         client = self._client
         assert client is not None
         try:
-            prepared = prepare_summary(self.agent, client, self._stop)
+            prepared = prepare_summary(self.agent, client, self._stop, self)
         except (Cancelled, CoreError, OSError, ValueError):
             return  # nothing is kept; the trigger compacts in the foreground as before
         if prepared is not None and not self._stop.is_set():
             self.agent.keep_prepared(prepared)
 
 
-def prepare_summary(agent: Agent, client: ModelClient, stop: threading.Event) -> Prepared | None:
-    """The prepared summary for the agent's history now, or None (below ``PREPARE_SHARE`` of the
-    trigger, the compactor declined, or the one held still covers the planner's cut now). Every
-    worker call raises ``Cancelled`` once ``stop`` is set."""
+def prepare_summary(agent: Agent, client: ModelClient, stop: threading.Event, seen: Preparer) -> Prepared | None:
+    """The prepared summary for the agent's history now, or None (not ``due``, the compactor
+    declined, or the one held still covers the planner's cut now). ``seen.estimate`` is the previous
+    check's estimate, and becomes this one's. Every worker call raises ``Cancelled`` once ``stop`` is
+    set."""
     history = list(agent.history)
     hooks = agent.hooks.stopped_by(stop)
     # A copy of the session's metadata: checking a summary request drops the usage anchor (other
@@ -113,7 +127,8 @@ def prepare_summary(agent: Agent, client: ModelClient, stop: threading.Event) ->
         return None
     verdict = check.verdict
     trigger = verdict.trigger if verdict.trigger is not None else verdict.raw.get("trigger")
-    if verdict.estimate is None or not isinstance(trigger, int) or verdict.estimate < PREPARE_SHARE * trigger:
+    previous, seen.estimate = seen.estimate, verdict.estimate
+    if verdict.estimate is None or not isinstance(trigger, int) or not due(verdict.estimate, trigger, previous):
         return None
     hooks.greet("compact_plan")  # a compactor not started yet is asked hello here, not on the main thread
     if not hooks.declared("compact_plan", PREPARED_EXTENSION):
