@@ -5,7 +5,7 @@ Each session types 6 turns of ~4 KB into an 8k window (the trigger comes at turn
 turn compacts again); a turn is timed from the Enter key to the next prompt. Turns are grouped into
 normal turns (no compaction) and compacting turns (the status line's compaction count went up),
 for ``prepare: "auto"`` (the summary prepared while the user reads) and ``"off"`` (today: made at
-the trigger), with a think time of 3 s and of 0 s. Prints medians, spreads (min-max and p10-p90)
+the trigger), sessions of the two interleaved, with a think time of 3 s and of 0 s. Prints medians, spreads (min-max and p10-p90)
 and the ratios the issue asks for.
 
     python bench/compaction_stall.py                 # 10 sessions per row
@@ -82,28 +82,35 @@ def main() -> None:
     parser.add_argument("--reply", type=float, default=1.0)
     parser.add_argument("--summary", type=float, default=2.0)
     parser.add_argument("--think", type=float, default=3.0)
+    parser.add_argument("--no-zero", action="store_true", help="skip the rows with no think time")
+    parser.add_argument("--only-zero", action="store_true", help="only the rows with no think time")
     args = parser.parse_args()
+    thinks = [0.0] if args.only_zero else [args.think] if args.no_zero else [args.think, 0.0]
     print(f"load average at start: {os.getloadavg()[0]:.2f}; {args.sessions} sessions x {TURNS} turns per row")
     medians: dict[tuple[str, float], tuple[float, float]] = {}
-    for think in (args.think, 0.0):
-        for prepare in ("auto", "off"):
-            normal: list[float] = []
-            compacting: list[float] = []
-            summaries = 0
-            for _ in range(args.sessions):
+    for think in thinks:
+        normal: dict[str, list[float]] = {"auto": [], "off": []}
+        compacting: dict[str, list[float]] = {"auto": [], "off": []}
+        summaries = {"auto": 0, "off": 0}
+        for _ in range(args.sessions):  # interleaved, so that a change of the machine's load hits both
+            for prepare in ("auto", "off"):
                 times, sent = session(prepare, think, args.reply, args.summary)
-                summaries += sent
+                summaries[prepare] += sent
                 for seconds, compacted in times:
-                    (compacting if compacted else normal).append(seconds)
+                    (compacting if compacted else normal)[prepare].append(seconds)
+        for prepare in ("auto", "off"):
             print(f"think {think:g} s, prepare {prepare}:")
-            print(f"  normal turn      {spread(normal)}")
-            print(f"  compacting turn  {spread(compacting)}")
-            print(f"  summary requests: {summaries} for {len(compacting)} compactions (cancelled ones included)")
-            if normal and compacting:
-                ratio = statistics.median(compacting) / statistics.median(normal)
-                print(f"  compacting / normal (medians): {ratio:.2f}x")
-                medians[(prepare, think)] = (statistics.median(normal), statistics.median(compacting))
-    for think in (args.think, 0.0):
+            print(f"  normal turn      {spread(normal[prepare])}")
+            print(f"  compacting turn  {spread(compacting[prepare])}")
+            print(
+                f"  summary requests: {summaries[prepare]} for {len(compacting[prepare])} compactions "
+                "(cancelled ones included)"
+            )
+            if normal[prepare] and compacting[prepare]:
+                typical, compact = statistics.median(normal[prepare]), statistics.median(compacting[prepare])
+                print(f"  compacting / normal (medians): {compact / typical:.2f}x")
+                medians[(prepare, think)] = (typical, compact)
+    for think in thinks:
         auto, off = medians.get(("auto", think)), medians.get(("off", think))
         if auto and off:
             print(f"think {think:g} s: compacting turn auto / off = {auto[1] / off[1]:.2f}x")
