@@ -136,3 +136,30 @@ def test_render_table_of_an_empty_report() -> None:
     text = render_table(report)
     assert "observed token hit ratio: n/a" in text
     assert "unknown" in text
+
+
+def test_compaction_summary_requests_are_counted_ahead_and_at_the_trigger(env: Env) -> None:
+    w = env.spawn()
+
+    def summary(prepared: bool, session: str) -> None:
+        data = request_data(chat_body(1, system="summarise"))
+        data["request_meta"] = {
+            "kind": "summary",
+            "session": session,
+            "request": 1,
+            **({"prepared": True} if prepared else {}),
+        }
+        meta = env.call(w, "before_request", data)["request_meta"]
+        env.call(w, "after_response", {"protocol": "openai", "response": OPENAI, "request_meta": meta})
+
+    summary(True, "s1")
+    summary(True, "s1")
+    summary(False, "s2")
+    exchange(env, w, "openai", chat_body(2), OPENAI)  # a conversation request: not a summary
+    report = env.report_json()
+    made = report["summaries"]
+    assert made["ahead"] == {"requests": 2, "known": 2, "input_tokens": 2000, "cache_read_tokens": 1800}
+    assert made["at_trigger"]["requests"] == 1 and made["at_trigger"]["input_tokens"] == 1000
+    assert made["sessions"] == 2
+    table = env.report().stdout
+    assert "compaction summary requests: 2 made ahead of the trigger (2000 input tokens), 1 at the trigger" in table

@@ -23,6 +23,7 @@ def test_hello_names_the_package_and_its_extensions():
         "config_kind",
         "cut_estimates",
         "focus",
+        "prepared",
         "previous_attempt",
         "summary_request_overhead",
     ]

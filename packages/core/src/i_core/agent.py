@@ -20,7 +20,7 @@ from .approval import ApprovalGate
 from .archive import Archive, Generation, Index, citation
 from .budget import Budget, has_cut
 from .checkpoints import Checkpoints
-from .compaction import Compactor, Outcome
+from .compaction import Compactor, Outcome, Prepared
 from .errors import CompactionError, ContextTooLong, CoreError, ModelError, SessionError
 from .hook_results import BudgetCheck
 from .model import ModelClient
@@ -86,6 +86,10 @@ class RunStats:
     rejections: int = 0
     """Requests the model server refused as too long (each recovered once, or the turn failed)."""
     last_budget: dict[str, Any] | None = None
+    prepared: dict[str, int] = field(default_factory=lambda: {"made": 0, "used": 0, "wasted": 0, "requests": 0})
+    """Summaries prepared ahead of the trigger (``prepare``): made, used by a compaction, wasted
+    (dropped unused: the prefix or the model changed, or the run ended first), and the summary
+    requests they took."""
 
 
 PLAN_NOTE = (
@@ -140,6 +144,8 @@ class Agent:
         self.checkpoints = Checkpoints(self.hooks, session, runtime.workspace)
         self.stats = RunStats()
         self.history: list[dict[str, Any]] = []
+        self.prepared: Prepared | None = None
+        """The next compaction's summary, made ahead of the trigger (``prepare``); memory only."""
         self._archived_ids: tuple[Any, frozenset[str]] = (None, frozenset())
         self.gate = ApprovalGate(
             self.hooks,
@@ -228,6 +234,7 @@ class Agent:
         self._archived_ids = (None, frozenset())
         self.stats.last_budget = None
         self.model.last_usage = None  # the last request's usage was another session's
+        self.prepared = None  # a summary prepared for the other session's prefix
         self.history = []
         self.start()
 
@@ -258,6 +265,18 @@ class Agent:
         budget.warn = self.options.notice
         self.budget = budget
         self.tools.budget = budget
+
+    def keep_prepared(self, prepared: Prepared) -> None:
+        """Hold a summary prepared ahead of the trigger (one at a time: an earlier one was wasted)."""
+        if self.prepared is not None:
+            self.stats.prepared["wasted"] += 1
+        self.prepared = prepared
+        self.stats.prepared["made"] += 1
+        self.stats.prepared["requests"] += prepared.requests
+
+    def summary_meta(self) -> dict[str, Any]:
+        """What a summary request's ``request_meta`` carries: its kind and the session it is for."""
+        return {"kind": "summary", "session": self.session.meta.get(SESSION_ID)}
 
     def checkpoint(self, history: list[dict[str, Any]] | None = None) -> None:
         """Save a complete state (the current history, or ``history``) through the save hooks."""
@@ -463,6 +482,8 @@ class Agent:
             cite,
             notice=self.options.notice,
             focus=focus,
+            prepared=self.prepared,
+            request_meta=self.summary_meta(),
         )
         self.stats.compact_attempts += 1
         outcome = compactor.run(history, check, force=force)
@@ -481,6 +502,7 @@ class Agent:
             else:
                 self.history = outcome.history
                 self.stats.compactions += 1
+                self._settle_prepared(compactor.used)
         if self.options.events is not None:
             self.options.events(
                 "compaction",
@@ -502,8 +524,18 @@ class Agent:
             self.stats.last_failure = f"{outcome.check}: {outcome.reason}"
         return outcome
 
+    def _settle_prepared(self, used: str | None) -> None:
+        """After a commit the prefix changed: the prepared summary was used, or it is wasted."""
+        if self.prepared is None:
+            return
+        self.stats.prepared["used" if used else "wasted"] += 1
+        self.prepared = None
+
     def close(self) -> None:
         """Release the model client and the budget's counting connection."""
+        if self.prepared is not None:  # the run ends before its trigger: paid for, never used
+            self.stats.prepared["wasted"] += 1
+            self.prepared = None
         self.model.close()
         self.budget.close()
 

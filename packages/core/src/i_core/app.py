@@ -351,8 +351,9 @@ def _run(
             answer = answer_turn(agent, " ".join(args.task), screen, show=not args.json, attached=attached)
         elif reader is not None:
             from .console import run_console
+            from .prepare import Preparer
 
-            run_console(agent, screen, reader)
+            run_console(agent, screen, reader, Preparer(agent))
         else:
             for line in sys.stdin:
                 if line.strip():

@@ -17,7 +17,7 @@ from i_protocol.summary import EXTENSION as OVERHEAD_EXTENSION
 from i_protocol.summary import SUMMARY_INTRO, request_overhead, summary_request
 
 from .archive import CITATION_OPEN, LEGACY_CITATION_OPENS
-from .budget import Budget
+from .budget import Budget, digest
 from .errors import CompactionError, HookResultError, ModelError, WorkerFailure, WorkerIncompatible
 from .hook_results import BudgetCheck, CompactPlan, PreparedSummary, Revision
 from .hooks import HookRunner
@@ -35,6 +35,10 @@ CLEAR_REDUCTION = 0.5
 """A candidate of at most this share of the history's bytes is a reduction a budget must see."""
 
 CANDIDATE_OVER_BUDGET = "candidate_over_budget"
+PREPARED_EXTENSION = "prepared"
+"""The extension of ``compact_plan``'s and ``before_compact``'s ``prepared`` field (SPEC §3.4)."""
+NEXT_LINE: dict[str, Any] = {"role": "user", "content": ""}
+"""What stands for the user's next line when a compaction is planned ahead of the trigger."""
 SUMMARY_NOT_FINISHED = "summary_not_finished"
 """``previous_attempt`` reasons (SPEC §3.4): ``compact_plan`` is called once more per reason, at
 most twice in one compaction."""
@@ -110,6 +114,46 @@ class Outcome:
         return replace(self, committed=False, check=check, reason=reason)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A summary made ahead of the trigger (``prepare``): the cut it covers, the compactor's final
+    summary and state for ``history[1:cut]``, and what it is valid for. Kept in memory only."""
+
+    cut: int
+    summary_ref: str
+    summary: str
+    state: dict[str, Any]
+    retained_images: list[Any]
+    prefix: str
+    """Digest of ``history[:cut]`` (citations off): the prefix the summary covers."""
+    model: str
+    requests: int = 0
+    """Summary requests it took (their tokens are in the cache module's counts)."""
+
+    def valid_for(self, history: list[dict[str, Any]], model: str, focus: str | None = None) -> bool:
+        """True while the prefix it summarises is unchanged, for the same model and no ``/compact``
+        focus (a focus asks for another summary)."""
+        return (
+            focus is None
+            and model == self.model
+            and 2 <= self.cut < len(history)
+            and prefix_digest(history, self.cut) == self.prefix
+        )
+
+    def offer(self) -> dict[str, Any]:
+        """``compact_plan``'s ``prepared`` field."""
+        return {"cut": self.cut, "summary_ref": self.summary_ref}
+
+    def given(self) -> dict[str, Any]:
+        """``before_compact``'s ``prepared`` field: the offer with the summary and the compactor's state."""
+        return {**self.offer(), "summary": self.summary, "state": self.state}
+
+
+def prefix_digest(history: list[dict[str, Any]], cut: int) -> str:
+    """A digest of ``history[:cut]`` as the compaction hooks see it (without the recall citation)."""
+    return digest([without_citation(message) for message in history[:cut]])
+
+
 def summary_message(summary: str, images: list[dict[str, Any]] | None = None, citation: str = "") -> dict[str, Any]:
     """The untrusted user-role message that carries a compaction summary (and the images it keeps).
 
@@ -158,6 +202,16 @@ class Compactor:
     """A line the user must see (a summary that did not finish, planned again)."""
     focus: str | None = None
     """``/compact FOCUS``: sent as ``focus`` in ``compact_plan`` and ``before_compact`` (SPEC §3.4)."""
+    prepared: Prepared | None = None
+    """A summary made ahead of the trigger, offered to a compactor that declared ``prepared``."""
+    request_meta: dict[str, Any] = field(default_factory=dict)
+    """What each summary request's ``request_meta`` carries (``kind``, ``session``, ``prepared``)."""
+    used: str | None = None
+    """After ``run``: ``used`` / ``extended`` when the prepared summary went into the candidate."""
+    sent: int = 0
+    """Summary requests sent so far."""
+    focus_used: bool = False
+    """After ``run``: the compactor reported that it used ``focus`` (``focus_used: true``)."""
 
     def run(self, history: list[dict[str, Any]], check: BudgetCheck | None = None, *, force: bool = False) -> Outcome:
         """Try to compact ``history``; never raises for a declined or failed attempt. A refused worker
@@ -212,6 +266,9 @@ class Compactor:
         # Hooks read summaries without the core's recall citation, which each commit writes anew.
         history = [without_citation(message) for message in history]
         plan_data = {**check.output, "history": history, "cut": None, "force": force, **self._focus()}
+        offer = self._offer(history)
+        if offer is not None:
+            plan_data["prepared"] = offer.offer()
         plan: CompactPlan = self.hooks.checked("compact_plan", plan_data)
         replans = _Replans()
         while True:
@@ -221,7 +278,7 @@ class Compactor:
             cut = plan.cut
             replans.check_later(cut)
             try:
-                candidate, summary = self._candidate(history, cut, plan.state, outcome, check)
+                candidate, summary = self._candidate(history, cut, plan.state, outcome, check, offer)
             except SummaryNotFinished as exc:
                 if not self.hooks.declared("compact_plan", "previous_attempt"):
                     raise
@@ -254,30 +311,20 @@ class Compactor:
         )
 
     def _candidate(
-        self, history: list[dict[str, Any]], cut: int, state: dict[str, Any], outcome: Outcome, check: BudgetCheck
+        self,
+        history: list[dict[str, Any]],
+        cut: int,
+        state: dict[str, Any],
+        outcome: Outcome,
+        check: BudgetCheck,
+        offer: Prepared | None = None,
     ) -> tuple[list[dict[str, Any]], str]:
-        # 4: prepare — a local summary, or prompts and transcripts for model summary requests.
-        prepared: PreparedSummary = self.hooks.checked(
-            "before_compact",
-            {
-                "messages": history[1:cut],
-                "cut": cut,
-                "state": state,
-                "model": self.config.model,
-                "budget": self.config.budget,
-                "workspace": self.workspace,
-                **self._overhead(check),
-                **self._focus(),
-            },
-        )
-        outcome.focus_used = prepared.focus_used
-        summary = prepared.summary if prepared.summary is not None else self._model_summary(prepared)
-        # 5: post-process; after_compact may ask for further requests (bounded rounds).
-        summary, state = self._post_process(summary, prepared.state)
+        summary, state, retained = self._summarise(history, cut, state, check, offer)
+        outcome.focus_used = self.focus_used
         outcome.state = state
         # 6: candidate = system + untrusted summary + untouched suffix, snapshots restored.
         citation = self.cite(history[1:cut])
-        candidate = [history[0], summary_message(summary, prepared.retained_images, citation), *history[cut:]]
+        candidate = [history[0], summary_message(summary, retained, citation), *history[cut:]]
         candidate = restore_snapshots(candidate, self.context_state)
         candidate = self.hooks.checked("before_compact_commit", {"messages": candidate, "cut": cut})
         try:
@@ -288,6 +335,94 @@ class Compactor:
 
     def _focus(self) -> dict[str, str]:
         return {"focus": self.focus} if self.focus else {}
+
+    def _summarise(
+        self,
+        history: list[dict[str, Any]],
+        cut: int,
+        state: dict[str, Any],
+        check: BudgetCheck,
+        offer: Prepared | None = None,
+    ) -> tuple[str, dict[str, Any], list[Any]]:
+        """Steps 4 and 5: the final summary of ``history[1:cut]``, the compactor's state and the
+        images the summary message keeps."""
+        # 4: prepare — a local summary, or prompts and transcripts for model summary requests.
+        data: dict[str, Any] = {
+            "messages": history[1:cut],
+            "cut": cut,
+            "state": state,
+            "model": self.config.model,
+            "budget": self.config.budget,
+            "workspace": self.workspace,
+            **self._overhead(check),
+            **self._focus(),
+        }
+        if offer is not None and cut >= offer.cut:
+            data["prepared"] = offer.given()
+        prepared: PreparedSummary = self.hooks.checked("before_compact", data)
+        self.focus_used = prepared.focus_used
+        summary = self._summary_of(prepared, offer)
+        # 5: post-process; after_compact may ask for further requests (bounded rounds).
+        summary, state = self._post_process(summary, prepared.state)
+        return summary, state, prepared.retained_images
+
+    def _offer(self, history: list[dict[str, Any]]) -> Prepared | None:
+        """The prepared summary, when it still covers this history's prefix for this model and the
+        compactor declared ``prepared`` (an old one never sees the field: it compacts as before)."""
+        prepared = self.prepared
+        if prepared is None or not prepared.valid_for(history, self.config.model, self.focus):
+            return None
+        if not self.hooks.declared("compact_plan", PREPARED_EXTENSION):
+            return None
+        return prepared
+
+    def _summary_of(self, answer: PreparedSummary, offer: Prepared | None) -> str:
+        """``before_compact``'s local summary (the prepared one, when the compactor handed it back),
+        or the model's, from requests that may extend the prepared summary (``extends``)."""
+        self.used = None
+        if answer.summary is not None:
+            if offer is not None and answer.summary == offer.summary:
+                self.used = "used"
+            return answer.summary
+        start: str | None = None
+        if offer is not None and answer.extends is not None:
+            if answer.extends != offer.summary_ref:
+                raise CompactionError(
+                    "summary_reply_invalid",
+                    f"before_compact extends {answer.extends!r}, not the prepared summary {offer.summary_ref!r}",
+                )
+            start, self.used = offer.summary, "extended"
+        return self._model_summary(answer, start)
+
+    def prepare(
+        self, history: list[dict[str, Any]], check: BudgetCheck, held: Prepared | None = None
+    ) -> Prepared | None:
+        """Steps 1 to 5 ahead of the trigger (``prepare``): the planner's cut now and its final
+        summary, with nothing committed and no ``after_compact_commit``. None when the compactor
+        declines, or when ``held`` (the summary prepared earlier) still covers this prefix up to the
+        planner's cut or later: a new one is made only when the planner would now cut later, so that
+        the trigger's compaction frees as much as one made then. A failure raises (nothing is kept)."""
+        history = [without_citation(message) for message in history]
+        # Planned as at the next turn's trigger: the history and the line the user is typing (an
+        # empty user message stands for it), so that the cut is the one the trigger's plan chooses.
+        plan_data = {**check.output, "history": [*history, NEXT_LINE], "cut": None, "force": True}
+        plan: CompactPlan = self.hooks.checked("compact_plan", plan_data)
+        if plan.cut is None or plan.cut >= len(history):
+            return None
+        if held is not None and held.valid_for(history, self.config.model) and plan.cut <= held.cut:
+            return None
+        summary, state, retained = self._summarise(history, plan.cut, plan.state, check)
+        ref = digest([prefix_digest(history, plan.cut), self.config.model, summary])
+        return Prepared(
+            cut=plan.cut,
+            summary_ref=ref,
+            summary=summary,
+            state=state,
+            retained_images=list(retained),
+            prefix=prefix_digest(history, plan.cut),
+            model=self.config.model,
+            requests=self.sent,
+        )
 
     def _overhead(self, check: BudgetCheck) -> dict[str, Any]:
         """``summary_request_overhead`` for a compactor that declared it (SPEC §3.4): what the core's
@@ -319,9 +454,9 @@ class Compactor:
             f"after_compact asked for more than {MAX_AFTER_COMPACT_ROUNDS - 1} further summary requests",
         )
 
-    def _model_summary(self, prepared: PreparedSummary) -> str:
+    def _model_summary(self, prepared: PreparedSummary, start: str | None = None) -> str:
         cap = min(prepared.max_tokens, self.config.max_tokens) if prepared.max_tokens is not None else None
-        summary: str | None = None
+        summary: str | None = start
         count = len(prepared.requests)
         for index, chunk in enumerate(prepared.requests):
             images = prepared.summary_images if index == count - 1 else None
@@ -343,7 +478,8 @@ class Compactor:
                 f"the summary request ({what}) does not fit the context budget: {check.verdict.explain()}",
             )
         self.progress(f"summarising earlier conversation ({what})")
-        reply = self.model.complete(request, [], max_tokens=max_tokens)
+        self.sent += 1
+        reply = self.model.complete(request, [], max_tokens=max_tokens, meta=self.request_meta or None)
         if reply.message.get("tool_calls"):
             raise CompactionError(
                 "summary_reply_invalid", "the summary reply asked for tool calls; summaries must be plain text"

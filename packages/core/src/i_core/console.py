@@ -40,6 +40,7 @@ except ImportError:  # not on every platform: the prompt then has no line editin
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .prepare import Preparer
 
 WELCOME = (
     "i — type a request (end a line with \\ or press Alt-Enter for more lines); while it runs, type to queue "
@@ -128,9 +129,20 @@ class LineQueue:
         return text.strip()
 
 
-def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
+def run_console(agent: Agent, screen: Screen, reader: LineQueue, preparer: Preparer | None = None) -> None:
     """Read requests at the prompt and run each until EOF, ``/exit`` or a second Ctrl-C; a line
-    that names a command (``commands``) runs it instead, and an unknown ``/word`` is refused."""
+    that names a command (``commands``) runs it instead, and an unknown ``/word`` is refused.
+
+    ``preparer`` prepares the next compaction's summary while the prompt waits (``prepare``); it is
+    stopped as soon as a line, a Ctrl-C or the end of input arrives, before anything else runs."""
+    try:
+        _console_loop(agent, screen, reader, preparer)
+    finally:
+        if preparer is not None:
+            preparer.stop()
+
+
+def _console_loop(agent: Agent, screen: Screen, reader: LineQueue, preparer: Preparer | None) -> None:
     screen.note(WELCOME)
     line_input.set_up(readline)
     inputs = ConsoleInput(agent, screen, reader)
@@ -150,6 +162,8 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
             screen.note("")
             return
         except KeyboardInterrupt:
+            if preparer is not None:
+                preparer.stop()  # Ctrl-C stops the work in the background too
             if armed:
                 screen.note("")
                 return
@@ -157,6 +171,8 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
             screen.note("\n[i] Ctrl-C again to exit", dim=True)
             prefill = ""
             continue
+        if preparer is not None:
+            preparer.stop()  # the user's line first: at most one worker call in flight is waited for
         prefill = ""
         armed = False
         typed = line.strip()
@@ -181,6 +197,8 @@ def run_console(agent: Agent, screen: Screen, reader: LineQueue) -> None:
         if _pending(agent, reader) and not prefill:
             # Typed while the model worked and not delivered inside that turn: the next user message.
             _queued_turn(agent, screen, reader)
+        if preparer is not None:
+            preparer.start()  # a turn ended: the user reads and types now
 
 
 def _request(registry: Registry, typed: str, screen: Screen) -> object:

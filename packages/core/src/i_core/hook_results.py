@@ -44,7 +44,7 @@ EXTENSION_FIELDS: Mapping[str, tuple[tuple[tuple[str, ...], str], ...]] = {
         (("budget_result", "cut_estimates"), "cut_estimates"),
         (("budget_result", "tool_output_budget"), "tool_output_budget"),
     ),
-    "before_compact": ((("chunks",), "chunks"), (("focus_used",), "focus")),
+    "before_compact": ((("chunks",), "chunks"), (("focus_used",), "focus"), (("extends",), "prepared")),
     "after_compact": ((("request",), "after_compact_rounds"),),
 }
 """The optional answer fields beyond SPEC §3.5 and the seeds, each with the extension

@@ -8,10 +8,13 @@ budgeting on).
 
 from __future__ import annotations
 
+import copy
+import threading
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from .cancel import Cancelled
 from .errors import HookResultError, WorkerFailure
 from .hook_results import CHECKS, Checker, ToolResult, undeclared
 from .kept_tools import depends_on
@@ -51,6 +54,21 @@ class HookRunner:
         once per session by the console (stderr, and ``warnings`` of ``--json``)."""
         self.progress: Callable[[str], None] | None = None
         """Where a tool's progress text goes (the console's progress line); None: not asked for."""
+        self.stop: threading.Event | None = None
+        """Once set, the next worker call raises ``Cancelled`` instead (a copy of the runner made for
+        the compaction prepared in the background, ``prepare``; never the agent's own runner)."""
+
+    def stopped_by(self, stop: threading.Event) -> HookRunner:
+        """A runner over the same workers and context whose next worker call raises ``Cancelled``
+        once ``stop`` is set (the compaction prepared in the background)."""
+        runner = copy.copy(self)
+        runner.stop = stop
+        return runner
+
+    def _call(self, hook: HookEntry, event: str, data: dict[str, Any]) -> dict[str, Any]:
+        if self.stop is not None and self.stop.is_set():
+            raise Cancelled(f"stopped before {event!r}")
+        return self.pool.call(hook.exec, event, data, self.context, module=hook.module)
 
     def subscribers(self, event: str) -> list[HookEntry]:
         """Hooks subscribed to ``event`` (computed once per event)."""
@@ -85,7 +103,7 @@ class HookRunner:
     def run(self, event: str, data: dict[str, Any]) -> dict[str, Any]:
         """Pass ``data`` through every subscriber of ``event``; with none, ``data`` itself comes back."""
         for hook in self.subscribers(event):
-            data = self.pool.call(hook.exec, event, data, self.context, module=hook.module)
+            data = self._call(hook, event, data)
         return data
 
     def checked(self, event: str, data: dict[str, Any], *, consequence: str | None = None) -> Any:
@@ -101,7 +119,7 @@ class HookRunner:
             return check(data, data)
         result = None
         for hook in hooks:
-            answer = self.pool.call(hook.exec, event, data, self.context, module=hook.module)
+            answer = self._call(hook, event, data)
             answer, dropped = undeclared(event, answer, partial(self._declared_by, hook))
             result = _checked(check, answer, data, f"hook failed on {event!r}", hook, consequence, dropped)
             data = answer
@@ -127,7 +145,7 @@ class HookRunner:
                 self.pool.greet(hook.exec, hook.module)
                 if self._declared_by(hook, extension):
                     sent = {**data, **fields}
-            answer = self.pool.call(hook.exec, event, sent, self.context, module=hook.module)
+            answer = self._call(hook, event, sent)
             if sent is not data and isinstance(answer, dict):
                 notice = answer.get("notice")
                 if isinstance(notice, str) and notice.strip():

@@ -36,7 +36,9 @@ class ReplyObserver(Protocol):
 class ModelClient:
     """Talks to the configured model through the adapter of its protocol."""
 
-    def __init__(self, config: ApiConfig, hooks: HookRunner, *, stream: bool | None = None) -> None:
+    def __init__(
+        self, config: ApiConfig, hooks: HookRunner, *, stream: bool | None = None, cancellable: bool = False
+    ) -> None:
         self.config = config
         self.hooks = hooks
         check_protocol(config, hooks.manifest)
@@ -44,7 +46,7 @@ class ModelClient:
         self.adapter: Adapter | None = None if self.provider is not None else get_adapter(config.protocol)
         # No streaming through a provider in this version: the console prints the whole answer.
         self.stream = False if self.provider is not None else config.stream if stream is None else stream
-        self.transport = Transport(timeout=config.timeout, retries=config.retries)
+        self.transport = Transport(timeout=config.timeout, retries=config.retries, cancellable=cancellable)
         if self.adapter is not None:
             self.transport.prepare(self.adapter.url(config.base_url))
         self.requests = 0
@@ -55,6 +57,11 @@ class ModelClient:
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self.transport.close()
+
+    def cancel(self) -> None:
+        """From another thread (a ``cancellable`` client): the request in flight raises ``Cancelled``
+        at once, its connection shut down, and so does every later one; nothing is retried."""
+        self.transport.cancel()
 
     def observe(self, observer: ReplyObserver) -> None:
         """Tell ``observer`` of every request this client sends and every reply it returns, from now on."""
@@ -68,11 +75,13 @@ class ModelClient:
         on_text: Callable[[str], None] | None = None,
         max_tokens: int | None = None,
         archived_ids: Collection[str] = frozenset(),
+        meta: dict[str, Any] | None = None,
     ) -> ModelReply:
         """Send ``history`` (and tool schemas) and return the parsed reply.
 
         A reply's tool call whose id is in ``history`` or ``archived_ids`` (the archive's calls) is
-        renamed (``call_ids``).
+        renamed (``call_ids``). ``meta`` goes into ``request_meta`` (a summary request's ``kind`` and
+        session, for the cache module's counts).
 
         While a budget runs, images with no planned cost are left out (``unplanned_images``): a note
         takes their place. Each observer (``observe``) is told first that a request starts, then of
@@ -91,7 +100,7 @@ class ModelClient:
                 "protocol": self.config.protocol,
                 "model": self.config.model,
                 "budget": self.config.budget,
-                "request_meta": {"request": self.requests + 1},
+                "request_meta": {**(meta or {}), "request": self.requests + 1},
             },
         )
         self.requests += 1

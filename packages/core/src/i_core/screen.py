@@ -321,6 +321,12 @@ def summary(agent: Agent, path: Path, screen: Screen) -> None:
         line += f" (last failed: {screen.redactor.scrub(stats.last_failure)[:200]})"
     if stats.rejections:
         line += f", {stats.rejections} context-length refusal(s) by the server"
+    made = stats.prepared
+    if made["made"]:
+        line += (
+            f", {made['made']} summary(ies) prepared ahead ({made['used']} used, {made['wasted']} wasted, "
+            f"{made['requests']} summary request(s))"
+        )
     # A run that failed before its first checkpoint has no session file to point at.
     line += f"; session: {path}" if path.exists() else "; no session was saved"
     budget = stats.last_budget

@@ -63,6 +63,7 @@ _TOP_FIELDS = {
     "omit_fields",
     "prices",
     "models",
+    "prepare",
 }
 _MODEL_ENTRY_FIELDS = _TOP_FIELDS - {"models", "io_limit_bytes", "archive_max_bytes", "provider"}
 """What an entry of ``models`` may set (``/model NAME`` in the console); the rest is the top level's."""
@@ -96,6 +97,9 @@ class ApiConfig:
     """What this model's tokens cost (``prices``; ``/status`` shows the cost only with them)."""
     models: dict[str, ApiConfig] = field(default_factory=dict)
     """``models``: the configs the console's ``/model NAME`` switches to, each validated in full."""
+    prepare: str = "auto"
+    """``auto``: the console prepares the next compaction's summary while the user reads
+    (``prepare.py``); ``off``: every summary is made at the trigger, in the foreground."""
 
     def api_key(self, environ: dict[str, str] | None = None) -> str | None:
         """The key read from the named environment variable at call time (never stored)."""
@@ -254,6 +258,7 @@ def _parse(raw: dict[str, Any], file: str) -> ApiConfig:
         omit_fields=_omit_fields(raw, file),
         prices=parse_prices(raw.get("prices"), file),
         models=_models(raw, file),
+        prepare=optional_choice(raw, "prepare", ("auto", "off"), "auto", file=file),
     )
 
 

@@ -15,6 +15,7 @@ import email.utils
 import math
 import queue
 import random
+import socket
 import sys
 import threading
 import time
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from .cancel import Cancelled
 from .errors import ModelError, TransportError
 from .providers.rejection import context_rejection
 from .providers.reply import upstream_reason
@@ -199,6 +201,48 @@ class _Exchange:
         """The caller is done (finished, failed or timed out): the thread stops at its next chunk."""
         self._abandoned.set()
 
+    def cancel(self) -> None:
+        """Wake the caller at once with ``Cancelled`` (the connection is shut down by the transport)."""
+        self._abandoned.set()
+        self._parts.put(("error", Cancelled("the request was cancelled")))
+
+
+class _Sockets:
+    """A network backend that keeps the streams it opens, so that ``Transport.cancel`` can shut
+    them down from another thread: closing a socket another thread reads does not wake that read,
+    and a single-slot server goes on generating for a client that left; a shutdown does both."""
+
+    def __init__(self, inner: Any, cancelled: threading.Event) -> None:
+        self.inner = inner
+        self.cancelled = cancelled
+        self.streams: list[Any] = []
+        self.lock = threading.Lock()
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+        stream = self.inner.connect_tcp(*args, **kwargs)
+        with self.lock:
+            self.streams = [*self.streams[-7:], stream]
+        if self.cancelled.is_set():  # cancelled while connecting: nothing is sent
+            self.shutdown()
+        return stream
+
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.connect_unix_socket(*args, **kwargs)
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
+
+    def shutdown(self) -> None:
+        """Shut down every stream opened so far (both directions): reads return, the server sees EOF."""
+        with self.lock:
+            streams, self.streams = self.streams, []
+        for stream in streams:
+            sock = stream.get_extra_info("socket")
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except (OSError, AttributeError):
+                pass  # closed already
+
 
 class _Transient(Exception):
     """A failure worth retrying; ``delay`` is the server's Retry-After when it sent one."""
@@ -236,6 +280,7 @@ class Transport:
         trust_env: bool = True,
         clock: Callable[[], float] = time.time,
         notice: Callable[[str], None] | None = None,
+        cancellable: bool = False,
     ) -> None:
         self.timeout = timeout
         # A begun stream silent for this long has failed (default: the timeout, at most 300 s).
@@ -252,6 +297,11 @@ class Transport:
         self.trust_env = trust_env
         self._clients: dict[tuple[bool, bool], httpx.Client] = {}
         self._preparing: threading.Thread | None = None
+        self.cancellable = cancellable
+        """Keep each connection's socket, so that ``cancel`` can shut it down (``_Sockets``)."""
+        self._cancelled = threading.Event()
+        self._live: set[_Exchange] = set()
+        self._sockets: list[_Sockets] = []
 
     def prepare(self, url: str) -> None:
         """Build the client for ``url`` in the background: importing httpx and its TLS context take
@@ -280,8 +330,30 @@ class Transport:
                 trust_env=not direct,
                 verify=_tls_for(plain, direct),
             )
+            if self.cancellable:
+                self._watch_sockets(client)
             self._clients[key] = client
         return client
+
+    def _watch_sockets(self, client: httpx.Client) -> None:
+        """Put a ``_Sockets`` backend under the client's connection pools (httpcore's
+        ``_network_backend``; a pool without one is left as it is and only its caller is woken)."""
+        for transport in (getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()):
+            pool = getattr(transport, "_pool", None)
+            inner = getattr(pool, "_network_backend", None)
+            if inner is not None:
+                watched = _Sockets(inner, self._cancelled)
+                pool._network_backend = watched  # type: ignore[union-attr]
+                self._sockets.append(watched)
+
+    def cancel(self) -> None:
+        """From another thread: a request in flight raises ``Cancelled`` at once and its connection
+        is shut down; every later request raises it before it starts. Never retried."""
+        self._cancelled.set()
+        for exchange in list(self._live):
+            exchange.cancel()
+        for sockets in self._sockets:
+            sockets.shutdown()
 
     def close(self) -> None:
         """Close the connection pools."""
@@ -316,9 +388,13 @@ class Transport:
         payload = dumps_printable(body)
         attempt = 0
         while True:
+            if self._cancelled.is_set():
+                raise Cancelled("the request was cancelled")
             try:
                 return self._attempt(url, payload, headers, stream, on_event)
             except _Transient as transient:
+                if self._cancelled.is_set():
+                    raise Cancelled("the request was cancelled") from None
                 if attempt >= self.retries:
                     error = transient.error
                     raise TransportError(
@@ -354,6 +430,9 @@ class Transport:
         delivered = 0
         clock = _Clock(self.timeout, self.idle_timeout if stream else None)
         exchange = _Exchange(self._client(url), url, payload, headers, self.max_body_bytes)
+        self._live.add(exchange)
+        if self._cancelled.is_set():  # cancelled while the exchange started
+            exchange.cancel()
         try:
             response = exchange.response(clock)
             status = response.status_code
@@ -403,6 +482,7 @@ class Transport:
             raise _Transient(kind, error) from None
         finally:
             exchange.abandon()
+            self._live.discard(exchange)
 
     def _chunks(self, exchange: _Exchange, clock: _Clock, status: int) -> Iterator[bytes]:
         """The body's (decoded) bytes, stopping with an error once they pass the cap."""

@@ -113,6 +113,18 @@ class PreviousAttempt(TypedDict):
     reason: str
 
 
+class PreparedOffer(TypedDict):
+    cut: int
+    summary_ref: str
+
+
+class PreparedGiven(TypedDict):
+    cut: int
+    summary_ref: str
+    summary: str
+    state: Json
+
+
 class CompactPlanRequest(TypedDict):
     history: list[Message]
     cut: None
@@ -121,6 +133,7 @@ class CompactPlanRequest(TypedDict):
     previous_attempt: NotRequired[PreviousAttempt]
     state: NotRequired[Json]
     focus: NotRequired[str]
+    prepared: NotRequired[PreparedOffer]
 
 
 class SummaryRequestOverhead(TypedDict):
@@ -137,6 +150,7 @@ class BeforeCompactRequest(TypedDict):
     workspace: NotRequired[str | None]
     summary_request_overhead: NotRequired[SummaryRequestOverhead]
     focus: NotRequired[str]
+    prepared: NotRequired[PreparedGiven]
 
 
 class AfterCompactRequest(TypedDict):
@@ -332,6 +346,7 @@ class BeforeCompactAnswer(TypedDict, total=False):
     max_tokens: int
     state: Json
     focus_used: bool
+    extends: str
 
 
 class AfterCompactAnswer(TypedDict, total=False):
@@ -478,6 +493,9 @@ class PreparedSummary:
     """Image parts that stay in the summary message (the host checks them)."""
     focus_used: bool = False
     """The compactor used the request's ``focus`` (extension ``focus``); absent: it did not say so."""
+    extends: str | None = None
+    """The ``summary_ref`` of the prepared summary the ``requests`` extend (extension ``prepared``):
+    they cover only the messages after its cut, and the first goes with it as the summary so far."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -743,7 +761,10 @@ def _before_compact(answer: Json, sent: Json) -> PreparedSummary:
         requests = tuple(
             _summary_request(event, chunk, f"in chunks[{i}] ", f"chunks[{i}]") for i, chunk in enumerate(chunks)
         )
-    return PreparedSummary(state, None, requests, cap, images, retained, used)
+    extends = answer.get("extends")
+    if extends is not None and not isinstance(extends, str):
+        raise EventError(event, "extends", f"returned extends {extends!r}, not a summary_ref string", check=invalid)
+    return PreparedSummary(state, None, requests, cap, images, retained, used, extends)
 
 
 def _after_compact(answer: Json, sent: Json) -> Revision:

@@ -73,6 +73,7 @@ def record_response(data: dict[str, Any], stats_path: Path) -> dict[str, Any]:
             ledger.bump(doc, kind, protocol, "input_tokens", usage.input_tokens)
             ledger.bump(doc, kind, protocol, "cache_read_tokens", usage.cache_read_tokens)
             ledger.bump(doc, kind, protocol, "cache_creation_tokens", usage.cache_creation_tokens)
+        _count_summary(doc, data.get("request_meta"), usage)
         if record is not None:
             record["status"] = "observed"
             record["observed_at"] = ledger.now()
@@ -86,3 +87,31 @@ def record_response(data: dict[str, Any], stats_path: Path) -> dict[str, Any]:
             "usage": None if usage is None else usage.as_json(),
         }
     return data
+
+
+SUMMARY_SLOTS = ("ahead", "at_trigger")
+"""``summaries`` blocks: summary requests made ahead of the trigger (``request_meta.prepared``) or at it."""
+
+
+def _count_summary(doc: dict[str, Any], meta: Any, usage: Usage | None) -> None:
+    """Count a compaction summary request (``request_meta.kind: "summary"``, from i-core) by when it
+    was made, with its input tokens, and the sessions they were for (the last 64)."""
+    if not isinstance(meta, dict) or meta.get("kind") != "summary":
+        return
+    slot = "ahead" if meta.get("prepared") is True else "at_trigger"
+    summaries = doc.get("summaries")
+    if not isinstance(summaries, dict):
+        summaries = doc["summaries"] = {}
+    block = summaries.get(slot)
+    if not isinstance(block, dict):
+        block = summaries[slot] = {"requests": 0, "known": 0, "input_tokens": 0, "cache_read_tokens": 0}
+    block["requests"] = int(block.get("requests", 0)) + 1
+    if usage is not None:
+        block["known"] = int(block.get("known", 0)) + 1
+        block["input_tokens"] = int(block.get("input_tokens", 0)) + usage.input_tokens
+        block["cache_read_tokens"] = int(block.get("cache_read_tokens", 0)) + usage.cache_read_tokens
+    session = meta.get("session")
+    sessions = summaries.get("sessions")
+    if isinstance(session, str) and session:
+        known = [s for s in sessions if s != session] if isinstance(sessions, list) else []
+        summaries["sessions"] = [*known[-63:], session]

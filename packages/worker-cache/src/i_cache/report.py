@@ -99,6 +99,7 @@ def build_report(
         "by_protocol": {name: _block(counter) for name, counter in sorted(source["by_protocol"].items())},
         "streams": len(source["streams"]),
         "records": len(source["records"]),
+        "summaries": _summaries(source.get("summaries")),
         "created_at": source.get("created_at"),
         "updated_at": source.get("updated_at"),
     }
@@ -106,6 +107,21 @@ def build_report(
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.2f}%"
+
+
+def _summaries(raw: Any) -> dict[str, Any]:
+    """The ``summaries`` counts (zeros where a stats file has none)."""
+    raw = raw if isinstance(raw, dict) else {}
+    out: dict[str, Any] = {}
+    for slot in ("ahead", "at_trigger"):
+        block = raw.get(slot) if isinstance(raw.get(slot), dict) else {}
+        out[slot] = {
+            key: int(block.get(key, 0)) if isinstance(block.get(key, 0), int) else 0
+            for key in ("requests", "known", "input_tokens", "cache_read_tokens")
+        }
+    sessions = raw.get("sessions")
+    out["sessions"] = len(sessions) if isinstance(sessions, list) else 0
+    return out
 
 
 def render_table(report: dict[str, Any]) -> str:
@@ -146,6 +162,15 @@ def render_table(report: dict[str, Any]) -> str:
     for row in rows:
         cells = (cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
         lines.append("  ".join(cells).rstrip())
+    made = report["summaries"]
+    if made["ahead"]["requests"] or made["at_trigger"]["requests"]:
+        ahead, trigger = made["ahead"], made["at_trigger"]
+        lines.append("")
+        lines.append(
+            f"compaction summary requests: {ahead['requests']} made ahead of the trigger ({ahead['input_tokens']} "
+            f"input tokens), {trigger['requests']} at the trigger ({trigger['input_tokens']} input tokens), "
+            f"for {made['sessions']} session(s); used or wasted: the core's run summary says"
+        )
     if totals["unknown_reasons"]:
         lines.append("")
         lines.append("unknown usage reasons: " + ", ".join(f"{k} {v}" for k, v in totals["unknown_reasons"].items()))

@@ -71,6 +71,7 @@ REASONS: dict[str, str] = {
     "model_chunks_prepared": "prepared: the transcript is summarised in several requests (chunks)",
     "local_summary": "prepared: local extractive summary, no model request",
     "summary_cache_hit": "prepared: the same prompt + transcript was summarised before; cached summary reused",
+    "prepared_summary_used": "prepared: the core's summary made ahead of the trigger, for this cut and key",
     "summary_from_earlier_hook": "prepared: an earlier hook already supplied a summary; left as is",
     "summary_request_too_small": "failed: a summary request has no room for the transcript",
     # after_compact

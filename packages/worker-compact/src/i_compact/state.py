@@ -62,6 +62,9 @@ class CompactState:
     transcript: dict[str, Any] | None = None
     cache_key: str | None = None
     cache_hit: bool | None = None
+    prepared_key: str | None = None
+    """The key of the summary request (the summary cache's), by which a summary the core prepared
+    ahead of the trigger is checked (``routes.prepared``)."""
     chunking: dict[str, Any] | None = None
     images_downgraded: str | None = None
     check: dict[str, Any] | None = None
@@ -134,6 +137,7 @@ _KINDS: dict[str, type | str] = {
     "transcript": dict,
     "cache_key": str,
     "cache_hit": bool,
+    "prepared_key": str,
     "chunking": dict,
     "images_downgraded": str,
     "check": dict,

@@ -23,6 +23,7 @@ worker.extensions = (
     "chunks",
     "cut_estimates",
     "focus",
+    "prepared",
     "previous_attempt",
     "summary_request_overhead",
 )

@@ -27,6 +27,7 @@ def before_compact(data: dict[str, Any], request: Request, worker_line: str) -> 
     config = load_config(request, state)
     images = image_mode(config, data.get("budget"), data.get("model"))
     out = dict(data)
+    given = out.pop("prepared", None)  # only the model route can use a prepared summary
     earlier = data.get("summary")
     if isinstance(earlier, str) and earlier.strip():
         state.last_attempt = diag.attempt(diag.PREPARED, "summary_from_earlier_hook", cut=data.get("cut"))
@@ -40,6 +41,8 @@ def before_compact(data: dict[str, Any], request: Request, worker_line: str) -> 
         return _focused(local_route(out, state, config, images, focus), focus)
     from .model import model_route
 
+    if given is not None:
+        out["prepared"] = given
     return _focused(model_route(out, state, config, images, request, focus), focus)
 
 

@@ -13,6 +13,7 @@ from ..failure import count, fail
 from ..ledger import Ledger, Statement
 from ..settings import CompactConfig, check_prompt
 from ..state import CompactState
+from .prepared import use_prepared
 
 DESCRIBE_NOTE = (
     "\n\nThe last {count} image(s) of the compacted messages are attached in transcript order "
@@ -57,7 +58,7 @@ def model_route(
     prompt = _with_image_note(base_prompt, summary_images, state, request)
     state.prompt_source = source
     state.transcript = prepared.stats
-    if config.cache and _cached(out, state, request, prompt, prepared, summary_images):
+    if _cached(out, state, request, prompt, prepared, summary_images, config.cache):
         return out
     retained_images = map_strings(prepared.retained_images, replace_surrogates)
     from i_protocol.summary import read_overhead
@@ -107,12 +108,24 @@ def _with_image_note(prompt: str, summary_images: list[Any], state: CompactState
 
 
 def _cached(
-    out: dict[str, Any], state: CompactState, request: Request, prompt: str, prepared: Any, images: list[Any]
+    out: dict[str, Any],
+    state: CompactState,
+    request: Request,
+    prompt: str,
+    prepared: Any,
+    images: list[Any],
+    cache: bool = True,
 ) -> bool:
-    """Answer from the summary cache when it holds this very request (and remember its key)."""
+    """Answer with the core's prepared summary or from the summary cache when either holds this very
+    request (and remember its key: the preparation's key is what a prepared summary is checked by)."""
     from .. import summary_cache
 
     key = summary_cache.cache_key(prompt, prepared.messages, images, out.get("model"))
+    state.prepared_key = key
+    if use_prepared(out, state, key, prepared.retained_images):
+        return True
+    if not cache:
+        return False
     state.cache_key = key
     cached = summary_cache.lookup(request.paths.cache_dir, key)
     if cached is None:

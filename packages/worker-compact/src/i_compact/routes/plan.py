@@ -42,6 +42,8 @@ class _Plan:
     estimates: Any
     common: dict[str, Any] = field(default_factory=dict)
     sizes: list[int] = field(default_factory=list)
+    fit: Any = None
+    """The fit check's budget (capacity, estimates, allowance), when the estimates allow one."""
 
 
 def compact_plan(data: dict[str, Any], request: Request, worker_line: str) -> dict[str, Any]:
@@ -52,6 +54,7 @@ def compact_plan(data: dict[str, Any], request: Request, worker_line: str) -> di
     out.pop("detail", None)
     reason = _decline_reason(plan.config, plan.budget, plan.forced) or _unfinished_refusal(plan)
     choice = _choose(plan) if reason is None else None
+    choice = _prepared_choice(plan, choice, data.get("prepared"))
     if choice is not None and choice.cut is not None:
         return _planned(out, plan, choice)
     return _declined(out, plan, choice, reason or (choice.reason if choice is not None else None))
@@ -138,12 +141,22 @@ def _choose(plan: _Plan) -> Any:
     def fit(budget: Any) -> Any:
         return fit_cut(history, ok, base, config.keep_recent, budget, previous_cut=previous_cut, over_capacity=over)
 
+    plan.fit = budget
     choice = fit(budget)
     if choice.cut is None and choice.reason == SUFFIX_OVER_BUDGET and config.mode == "local":
         # No cut fits with the usual local bound: a small window. Give the summary the room
         # left beside the suffix (never below its floor) and plan again.
         choice = fit(fit_budget(config, verdict, plan.estimates, plan.sizes, history, squeeze=True))
     return choice
+
+
+def _prepared_choice(plan: _Plan, choice: Any, offer: Any) -> Any:
+    """The prepared cut when the core offers one that is usable now (``routes.prepared``)."""
+    if offer is None:
+        return choice
+    from .prepared import prefer_prepared
+
+    return prefer_prepared(plan.history, choice, offer, plan.fit, plan.state.previous_attempt is not None)
 
 
 def _declined(out: dict[str, Any], plan: _Plan, choice: Any, reason: str | None) -> dict[str, Any]:
