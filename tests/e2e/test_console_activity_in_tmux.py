@@ -11,38 +11,23 @@ on a developer's machine and fail under CI (``CI=true``).
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import shutil
-import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
+from tmux_pane import TmuxPane, open_pane
 
 from i_scripted import ScriptedModel
 
 BIN = Path(sys.executable).parent
-SCALE = float(os.environ.get("I_TEST_TIME_SCALE", "4"))
-TIMEOUT = 15 * SCALE
 
 
-class Pane:
+class Pane(TmuxPane):
     """One tmux server of its own (``-L``), one session, one pane running ``i``."""
-
-    def __init__(self, socket: str, tmp: Path) -> None:
-        self.socket = socket
-        self.conf = tmp / "tmux.conf"
-        self.status = tmp / "exit-status"
-        self.conf.write_text("set -g remain-on-exit on\nset -g history-limit 5000\n")
-
-    def tmux(self, *args: str) -> str:
-        command = ["tmux", "-L", self.socket, "-f", str(self.conf), *args]
-        return subprocess.run(command, capture_output=True, text=True, check=True, timeout=30).stdout
 
     def start(self, env: dict[str, str], project: Path) -> None:
         exports = "".join(
@@ -59,40 +44,14 @@ class Pane:
         self.tmux("new-session", "-d", "-x", "150", "-y", "50", "-s", "t", f"sh {script}")
         self.wait_text("> ")
 
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "t")
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "t", *keys)
-
-    def wait_for(self, condition: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            time.sleep(0.1)  # polling interval, not a wait for something to happen
-        raise AssertionError(f"{what} not seen within {TIMEOUT:.0f} s; the pane shows:\n{self.screen()}")
-
-    def wait_text(self, text: str, count: int = 1) -> None:
-        self.wait_for(lambda: self.screen().count(text) >= count, repr(text))
-
     def exit(self) -> int:
         self.keys("/exit", "Enter")
-        self.wait_for(self.status.exists, "i exiting")
-        return int(self.status.read_text())
+        return self.wait_exit()
 
 
 @pytest.fixture
 def pane(tmp_path: Path) -> Iterator[Pane]:
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("tmux is not installed: CI must install it (.ci/run: apt-get install tmux)")
-        pytest.skip("tmux is not installed")
-    result = Pane(f"i-activity-{os.getpid()}-{time.monotonic_ns()}", tmp_path)
-    try:
-        yield result
-    finally:
-        subprocess.run(["tmux", "-L", result.socket, "kill-server"], capture_output=True, timeout=30)
+    yield from open_pane(Pane, "i-activity", tmp_path)
 
 
 def _config(dirs: dict[str, Path], model: ScriptedModel) -> None:

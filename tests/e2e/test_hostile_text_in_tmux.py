@@ -14,41 +14,27 @@ developer's machine and fail under CI (``CI=true``): .ci/run installs it.
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
+from tmux_pane import TmuxPane, open_pane
 
 from i_scripted import ScriptedModel
 
 BIN = Path(sys.executable).parent
 
-SCALE = float(os.environ.get("I_TEST_TIME_SCALE", "4"))
-TIMEOUT = 15 * SCALE
 SAFE_TITLE = "i-pane-title-before"
 FORGED = "touch PWNED_MARKER #\r\x1b[2K[i] allow shell: ls -la"
 TITLE_ANSWER = "Here you go.\x1b]0;PWNED\x07 and \x1b]2;PWNED2\x1b\\ done."
 
 
-class Pane:
+class Pane(TmuxPane):
     """One tmux server of its own (``-L``), one session, one pane running a command."""
-
-    def __init__(self, socket: str, tmp: Path) -> None:
-        self.socket = socket
-        self.conf = tmp / "tmux.conf"
-        self.status = tmp / "exit-status"
-        self.conf.write_text("set -g remain-on-exit on\nset -g history-limit 5000\n")
-
-    def tmux(self, *args: str) -> str:
-        command = ["tmux", "-L", self.socket, "-f", str(self.conf), *args]
-        return subprocess.run(command, capture_output=True, text=True, check=True, timeout=30).stdout
 
     def start(self, script: Path, env: dict[str, str]) -> None:
         size = ["-x", "200", "-y", "50"]
@@ -59,46 +45,16 @@ class Pane:
             timeout=30,
         )
 
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "t")
-
     def title(self) -> str:
         return self.show("#{pane_title}")
 
     def show(self, format: str) -> str:
         return self.tmux("display-message", "-p", "-t", "t", format).strip()
 
-    def wait_exit(self) -> int:
-        """The exit status of the pane's program once it has ended."""
-        self.wait_for(self.status.exists, "i exiting")
-        return int(self.status.read_text())
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "t", *keys)
-
-    def wait_for(self, condition: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            time.sleep(0.1)  # polling interval, not a wait for something to happen
-        raise AssertionError(f"{what} not seen within {TIMEOUT:.0f} s; the pane shows:\n{self.screen()}")
-
-    def wait_text(self, text: str) -> None:
-        self.wait_for(lambda: text in self.screen(), repr(text))
-
 
 @pytest.fixture
 def pane(tmp_path: Path) -> Iterator[Pane]:
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("tmux is not installed: CI must install it (.ci/run: apt-get install tmux)")
-        pytest.skip("tmux is not installed")
-    result = Pane(f"i-test-{os.getpid()}-{time.monotonic_ns()}", tmp_path)
-    try:
-        yield result
-    finally:
-        subprocess.run(["tmux", "-L", result.socket, "kill-server"], capture_output=True, timeout=30)
+    yield from open_pane(Pane, "i-test", tmp_path)
 
 
 def _start_console(pane: Pane, env: dict[str, str], dirs: dict[str, Path], project: Path, base_url: str) -> None:
