@@ -13,10 +13,7 @@ real tmux pane, against the scripted model on loopback (what tmux shows is read 
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -26,6 +23,7 @@ from typing import Any
 import orjson
 import pytest
 from test_hostile_text_in_tmux import BIN, Pane
+from tmux_pane import open_pane
 
 from i_scripted import ScriptedModel
 
@@ -36,15 +34,7 @@ LONG_ANSWER = " ".join(f"Step {n}: the parser reads token {n} and checks its gra
 
 @pytest.fixture
 def pane(tmp_path: Path) -> Iterator[Pane]:
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("tmux is not installed: CI must install it (.ci/run: apt-get install tmux)")
-        pytest.skip("tmux is not installed")
-    result = Pane(f"i-cmd-{os.getpid()}-{time.monotonic_ns()}", tmp_path)
-    try:
-        yield result
-    finally:
-        subprocess.run(["tmux", "-L", result.socket, "kill-server"], capture_output=True, timeout=30)
+    yield from open_pane(Pane, "i-cmd", tmp_path)
 
 
 def _start(pane: Pane, env: dict[str, str], dirs: dict[str, Path], project: Path, config: dict[str, Any]) -> None:
